@@ -1,0 +1,50 @@
+"""Shared, compiled envs for the whole session and JAX's persistent compile cache.
+
+MJX takes ~20 s to compile an Ant step on a 2-core CPU, so every test that
+needs a compiled Ant uses one of the session fixtures below, and compiled
+programs are cached on disk across runs (``.jax_cache/`` at the repo root).
+"""
+
+import os
+import pathlib
+import warnings
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering; read when mujoco loads
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame, for classic-control frames
+
+import gymnasium  # noqa: E402
+import jax  # noqa: E402
+import pytest  # noqa: E402
+
+import gymjax  # noqa: E402,F401  (registers the ids)
+
+CACHE = pathlib.Path(__file__).resolve().parent.parent / ".jax_cache"
+jax.config.update("jax_compilation_cache_dir", str(CACHE))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+warnings.filterwarnings("ignore", message=".*Box observation space (minimum|maximum).*")
+
+
+@pytest.fixture(scope="session")
+def ant_env():
+    """A single JaxAnt-v0 through ``gymnasium.make`` (rgb_array rendering on)."""
+    env = gymnasium.make("JaxAnt-v0", render_mode="rgb_array", width=64, height=64)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="session")
+def ant_vec():
+    """Two JaxAnt-v0 envs through ``gymnasium.make_vec``, short episodes."""
+    env = gymnasium.make_vec(
+        "JaxAnt-v0", num_envs=2, max_episode_steps=6, render_mode="rgb_array", width=64, height=64
+    )
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="session")
+def pendulum_mjx():
+    """The functional JaxInvertedPendulum-v0 (cheap to compile: no contacts)."""
+    return gymjax.make("JaxInvertedPendulum-v0")
