@@ -1,0 +1,32 @@
+# The two README commands. `make run` and `make test` install into .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export MUJOCO_GL ?= egl
+
+.PHONY: run test install bench clean
+
+run: install
+	$(PY) -m gymjax demo --env JaxAnt-v0 --num-envs 64 --steps 100 --out runs/demo
+
+test: install
+	$(PY) -m pytest
+
+install: $(STAMP)
+
+# torch 2.13.0 is a CPU build on this machine's disk; installing it first keeps
+# anything that depends on torch from pulling several GB of CUDA packages.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+bench: install
+	$(PY) -m pip install -q -e ".[bench]"
+	$(PY) benchmarks/env_throughput.py
+
+clean:
+	rm -rf $(VENV) .jax_cache runs

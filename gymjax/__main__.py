@@ -1,0 +1,5 @@
+import sys
+
+from gymjax.cli import main
+
+sys.exit(main())
