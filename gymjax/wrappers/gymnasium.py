@@ -52,10 +52,9 @@ def _check_render_mode(render_mode: str | None, metadata: dict[str, Any]) -> Non
 
 
 def _check_seed(seed: Any) -> int:
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    if not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed must be in [0, 2**32 - 1], got {seed}")
+    is_int = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
+    if not is_int or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be an int in [0, 2**32 - 1], got {seed!r}")
     return int(seed)
 
 
@@ -298,8 +297,10 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         done = terminations | truncations
         infos: dict[str, Any] = {}
         for k in self._info_keys:
+            # Envs that just reset report their reset info, which lacks step-only keys.
             mask = ~done if k in self._step_only_keys else np.ones(self.num_envs, bool)
-            infos[k], infos[f"_{k}"] = np.where(mask, info[k], 0).astype(info[k].dtype), mask
+            if mask.any():
+                infos[k], infos[f"_{k}"] = np.where(mask, info[k], 0).astype(info[k].dtype), mask
         if done.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(done):
