@@ -1,0 +1,240 @@
+"""Env steps/s of JaxAnt-v0 against Gymnasium's Ant-v5, in one run.
+
+For each batch size N: the raw jitted batched step (accurate and fast solver
+presets), gymjax's Gymnasium VectorEnv (NumPy out, same-step auto-reset), and
+Gymnasium's Ant-v5 in a SyncVectorEnv (MuJoCo C). Figures are medians over
+repeats after a warm-up; compile time is reported apart. Peers that are not
+installed (Brax) are reported as skipped.
+
+Writes benchmarks/results/env_throughput.{json,md,png}.
+
+    python benchmarks/env_throughput.py            # N = 64, 256, 1024
+    python benchmarks/env_throughput.py --quick    # N = 8, 16: a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import resource
+import statistics
+import sys
+import time
+import warnings
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import gymnasium  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+import gymjax  # noqa: E402
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+BRAX_CPU_REFERENCE = 770.0  # Brax 0.14.2 ant, generalized backend, 256 envs, this CPU (issue #2)
+
+
+def _time(step_once, steps: int, repeats: int) -> list[float]:
+    """Seconds per batched step, one figure per repeat."""
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(steps):
+            step_once()
+        out.append((time.perf_counter() - start) / steps)
+    return out
+
+
+def raw_step(n: int, solver: str, steps: int, repeats: int) -> dict:
+    env = gymjax.make("JaxAnt-v0", solver=solver)
+    step = jax.jit(jax.vmap(env.step))
+    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (n, 8), minval=-1, maxval=1)
+    start = time.perf_counter()
+    state = jax.block_until_ready(step(state, actions))
+    compile_s = time.perf_counter() - start
+    holder = [state]
+
+    def once():
+        holder[0] = step(holder[0], actions)
+        jax.block_until_ready(holder[0].obs)
+
+    return {"compile_s": compile_s, "s_per_step": _time(once, steps, repeats)}
+
+
+def vector_env(n: int, solver: str, steps: int, repeats: int) -> dict:
+    env = gymnasium.make_vec("JaxAnt-v0", num_envs=n, solver=solver)
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).uniform(-1, 1, (n, 8)).astype(np.float32)
+    start = time.perf_counter()
+    env.step(actions)
+    compile_s = time.perf_counter() - start
+    result = {"compile_s": compile_s, "s_per_step": _time(lambda: env.step(actions), steps, repeats)}
+    env.close()
+    return result
+
+
+def gymnasium_sync(n: int, steps: int, repeats: int) -> dict:
+    env = gymnasium.make_vec("Ant-v5", num_envs=n, vectorization_mode="sync")
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).uniform(-1, 1, (n, 8))
+    env.step(actions)
+    result = {"compile_s": 0.0, "s_per_step": _time(lambda: env.step(actions), steps, repeats)}
+    env.close()
+    return result
+
+
+def brax_peer() -> dict:
+    try:
+        import brax  # noqa: F401
+    except ImportError:
+        return {"skipped": "brax is not installed (optional peer, extra 'bench')"}
+    return {"skipped": "brax is installed but its harness lands with the benchmark issue"}
+
+
+def summarize(n: int, raw: dict) -> dict:
+    per_step = raw["s_per_step"]
+    sps = [n / s for s in per_step]
+    return {
+        "steps_per_s": statistics.median(sps),
+        "spread": [min(sps), max(sps)],
+        "compile_s": raw["compile_s"],
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024])
+    parser.add_argument("--steps", type=int, default=20, help="batched steps per repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="N = 8, 16, few steps (CI smoke run)")
+    parser.add_argument("--out", type=pathlib.Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.steps, args.repeats = [8, 16], 3, 2
+    warnings.simplefilter("ignore")
+
+    stacks = {
+        "raw jitted step (accurate)": lambda n: raw_step(n, "accurate", args.steps, args.repeats),
+        "raw jitted step (fast)": lambda n: raw_step(n, "fast", args.steps, args.repeats),
+        "gymjax VectorEnv, NumPy (accurate)": lambda n: vector_env(n, "accurate", args.steps, args.repeats),
+        "Gymnasium Ant-v5 SyncVectorEnv (MuJoCo C)": lambda n: gymnasium_sync(
+            n, max(2, args.steps // 4), args.repeats
+        ),
+    }
+    results: dict[str, dict] = {name: {} for name in stacks}
+    jobs = [(name, n) for n in args.sizes for name in stacks]
+    for name, n in tqdm(jobs, desc="benchmarks", unit="run"):
+        results[name][str(n)] = summarize(n, stacks[name](n))
+        tqdm.write(f"{name:45s} N={n:5d}: {results[name][str(n)]['steps_per_s']:9,.0f} steps/s")
+
+    report = {
+        "benchmark": "env_throughput",
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "jax_backend": jax.default_backend(),
+            "devices": [str(d) for d in jax.devices()],
+        },
+        "versions": {
+            "python": sys.version.split()[0],
+            "jax": jax.__version__,
+            "mujoco": __import__("mujoco").__version__,
+            "gymnasium": gymnasium.__version__,
+            "gymjax": gymjax.__version__,
+        },
+        "settings": {"sizes": args.sizes, "steps": args.steps, "repeats": args.repeats},
+        "results": results,
+        "peers": {"brax": brax_peer()},
+        "ratios": ratios(results, args.sizes),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = "env_throughput_quick" if args.quick else "env_throughput"
+    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2))
+    (args.out / f"{stem}.md").write_text(markdown(report))
+    plot(report, args.out / f"{stem}.png")
+    print(markdown(report))
+    return 0
+
+
+def ratios(results: dict, sizes: list[int]) -> dict:
+    n = "256" if 256 in sizes else str(sizes[len(sizes) // 2])
+    sps = {name: by_n[n]["steps_per_s"] for name, by_n in results.items()}
+    raw, fast = sps["raw jitted step (accurate)"], sps["raw jitted step (fast)"]
+    return {
+        "at_N": int(n),
+        "vector_env_over_raw": sps["gymjax VectorEnv, NumPy (accurate)"] / raw,
+        "raw_accurate_over_brax_reference": raw / BRAX_CPU_REFERENCE,
+        "raw_fast_over_brax_reference": fast / BRAX_CPU_REFERENCE,
+        "raw_accurate_over_gymnasium_sync": raw / sps["Gymnasium Ant-v5 SyncVectorEnv (MuJoCo C)"],
+        "brax_reference_note": f"Brax figure quoted ({BRAX_CPU_REFERENCE:.0f} steps/s), not measured in this run",
+    }
+
+
+def markdown(report: dict) -> str:
+    sizes = report["settings"]["sizes"]
+    lines = [
+        "# JaxAnt-v0 env throughput (env steps/s, median of repeats)",
+        "",
+        f"Machine: {report['machine']['processor']}, {report['machine']['cpu_count']} cores, "
+        f"JAX {report['versions']['jax']} on {report['machine']['jax_backend']}.",
+        "",
+        "| stack | " + " | ".join(f"N={n}" for n in sizes) + " | compile (s) |",
+        "|---|" + "---|" * (len(sizes) + 1),
+    ]
+    for name, by_n in report["results"].items():
+        cells = [f"{by_n[str(n)]['steps_per_s']:,.0f}" for n in sizes]
+        compile_s = max(by_n[str(n)]["compile_s"] for n in sizes)
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {compile_s:.1f} |")
+    r = report["ratios"]
+    lines += [
+        "",
+        f"Ratios at N={r['at_N']} (same run): VectorEnv / raw step = {r['vector_env_over_raw']:.2f} "
+        f"(target >= 0.9); raw accurate / Brax = {r['raw_accurate_over_brax_reference']:.2f} "
+        f"(target >= 1.5); raw fast / Brax = {r['raw_fast_over_brax_reference']:.2f} (target >= 2.5); "
+        f"raw accurate / Gymnasium sync = {r['raw_accurate_over_gymnasium_sync']:.2f}.",
+        f"{r['brax_reference_note']}.",
+        "",
+        "Peers: " + ", ".join(f"{k}: {v.get('skipped', 'measured')}" for k, v in report["peers"].items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict, path: pathlib.Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed (extra 'bench'): no plot written", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, by_n in report["results"].items():
+        sizes = sorted(int(n) for n in by_n)
+        sps = [by_n[str(n)]["steps_per_s"] for n in sizes]
+        lo = [by_n[str(n)]["spread"][0] for n in sizes]
+        hi = [by_n[str(n)]["spread"][1] for n in sizes]
+        ax.plot(sizes, sps, marker="o", label=name)
+        ax.fill_between(sizes, lo, hi, alpha=0.2)
+    ax.axhline(BRAX_CPU_REFERENCE, color="gray", ls="--", label="Brax 0.14.2 ant, N=256 (quoted)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("number of envs N")
+    ax.set_ylabel("env steps / s")
+    ax.set_title(f"Ant throughput on {report['machine']['cpu_count']}-core {report['machine']['jax_backend']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
