@@ -51,6 +51,16 @@ def _check_render_mode(render_mode: str | None, metadata: dict[str, Any]) -> Non
         )
 
 
+def _ready_to_render(render_mode: str | None, state: State | None) -> bool:
+    """Gymnasium's rule: warn and return None without a render mode."""
+    if render_mode is None:
+        gymnasium.logger.warn("render() called with render_mode=None; make the env with render_mode='rgb_array'")
+        return False
+    if state is None:
+        raise gymnasium.error.ResetNeeded("call reset() before render()")
+    return True
+
+
 def _check_seed(seed: Any) -> int:
     is_int = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
     if not is_int or not 0 <= seed <= MAX_SEED:
@@ -185,11 +195,8 @@ class GymnasiumEnv(gymnasium.Env):
         self.state = state
 
     def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called with render_mode=None; make the env with render_mode='rgb_array'")
+        if not _ready_to_render(self.render_mode, self.state):
             return None
-        if self.state is None:
-            raise gymnasium.error.ResetNeeded("call reset() before render()")
         width, height = self._size
         return self.jax_env.render(self.state, width=width, height=height)
 
@@ -314,11 +321,8 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         return obs, rewards, terminations, truncations, infos
 
     def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called with render_mode=None; make the env with render_mode='rgb_array'")
+        if not _ready_to_render(self.render_mode, self.state):
             return None
-        if self.state is None:
-            raise gymnasium.error.ResetNeeded("call reset() before render()")
         width, height = self._size
         host = jax.device_get(self.state)
         base = self.jax_env.unwrapped

@@ -77,9 +77,6 @@ class Ant(MjxEnv):
         obs_size = m.nq + m.nv - 2 * exclude_current_positions_from_observation
         obs_size += (m.nbody - 1) * 6 * include_cfrc_ext_in_observation
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
-        low, high = m.actuator_ctrlrange.T.astype(np.float32)
-        self.action_space = gymnasium.spaces.Box(low, high, dtype=np.float32)
-        self.metadata = {"render_modes": ["rgb_array"], "render_fps": int(np.round(1.0 / self.dt))}
 
     def reset(self, key, params=None):
         key_pos, key_vel = jax.random.split(key)

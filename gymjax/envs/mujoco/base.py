@@ -10,6 +10,7 @@ import importlib.resources
 import os
 from typing import Any
 
+import gymnasium
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -100,6 +101,9 @@ class MjxEnv(Env[mjx.Model]):
         self.init_qvel = jnp.zeros(self.mj_model.nv, jnp.float32)
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self._render_data: mujoco.MjData | None = None
+        low, high = self.mj_model.actuator_ctrlrange.T.astype(np.float32)
+        self.action_space = gymnasium.spaces.Box(low, high, dtype=np.float32)
+        self.metadata = {"render_modes": ["rgb_array"], "render_fps": int(np.round(1.0 / self.dt))}
 
     @property
     def default_params(self) -> mjx.Model:

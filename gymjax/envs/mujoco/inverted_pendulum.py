@@ -34,9 +34,6 @@ class InvertedPendulum(MjxEnv):
         self.reset_noise_scale = reset_noise_scale
         m = self.mj_model
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (m.nq + m.nv,), np.float32)
-        low, high = m.actuator_ctrlrange.T.astype(np.float32)
-        self.action_space = gymnasium.spaces.Box(low, high, dtype=np.float32)
-        self.metadata = {"render_modes": ["rgb_array"], "render_fps": int(np.round(1.0 / self.dt))}
 
     def reset(self, key, params=None):
         key_pos, key_vel = jax.random.split(key)
