@@ -98,6 +98,10 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
     return array.astype(space.dtype)
 
 
+def _pick(info: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: info[k] for k in keys}
+
+
 def _info_keys(env: Env) -> tuple[str, ...]:
     """The keys of the base env's own info (wrappers' bookkeeping excluded)."""
     shapes = jax.eval_shape(env.unwrapped.reset, jax.random.PRNGKey(0))
@@ -166,8 +170,9 @@ class GymnasiumEnv(gymnasium.Env):
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         action = check_action(self.action_space, action)
         self.state = self._step(self.state, action)
+        s = self.state
         obs, reward, terminated, truncated, info = jax.device_get(
-            (self.state.obs, self.state.reward, self.state.terminated, self.state.truncated, self.state.info)
+            (s.obs, s.reward, s.terminated, s.truncated, _pick(s.info, self._info_keys))
         )
         info = {k: info[k][()] for k in self._info_keys}
         return obs, float(reward), bool(terminated), bool(truncated), info
@@ -298,8 +303,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         actions = check_action(self.single_action_space, actions, batch=self.num_envs)
         self.state = self._step(self.state, actions)
         s = self.state
+        # Only the env's own info comes to the host; final_* only when an episode ended.
         obs, rewards, terminations, truncations, info = jax.device_get(
-            (s.obs, s.reward, s.terminated, s.truncated, s.info)
+            (s.obs, s.reward, s.terminated, s.truncated, _pick(s.info, self._info_keys))
         )
         done = terminations | truncations
         infos: dict[str, Any] = {}
@@ -309,12 +315,15 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
             if mask.any():
                 infos[k], infos[f"_{k}"] = np.where(mask, info[k], 0).astype(info[k].dtype), mask
         if done.any():
+            last_obs, last_info = jax.device_get(
+                (s.info["final_obs"], _pick(s.info["final_info"], self._info_keys))
+            )
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(done):
-                final_obs[i] = info["final_obs"][i]
+                final_obs[i] = last_obs[i]
             final_info: dict[str, Any] = {}
             for k in self._info_keys:
-                value = info["final_info"][k]
+                value = last_info[k]
                 final_info[k] = np.where(done, value, 0).astype(value.dtype)
                 final_info[f"_{k}"] = done
             infos.update(final_obs=final_obs, _final_obs=done, final_info=final_info, _final_info=done)
