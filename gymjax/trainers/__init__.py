@@ -1,3 +1,6 @@
-"""Trainers that run on gymjax envs. The native JAX PPO trainer arrives with its own issue;
-it builds its batches with :func:`gymjax.wrappers.wrap_for_training` and
-:func:`gymjax.wrappers.make_eval_env`."""
+"""Trainers that run on gymjax envs.
+
+- :mod:`gymjax.trainers.ppo`: PPO in JAX, whole epochs compiled.
+- :mod:`gymjax.trainers.gae`: GAE, standard and Brax's, as one pure function.
+- :mod:`gymjax.trainers.checkpoint`, :mod:`.hooks`, :mod:`.loggers`: shared by trainers.
+"""

@@ -1,0 +1,106 @@
+"""What a training run leaves in its run directory besides checkpoints: a learning-curve
+PNG and a video of a policy.
+
+Run directory layout (written by ``gymjax train``)::
+
+    DIR/run.json            env id, env kwargs, the full config
+    DIR/checkpoints/<epoch> orbax checkpoints (see gymjax.trainers.checkpoint)
+    DIR/metrics.csv         one row per epoch (or metrics.jsonl)
+    DIR/learning_curve.png  return against env steps and against wall time
+    DIR/policy.mp4          the final policy, one episode
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+from gymjax.core import Env
+
+
+def read_metrics(path: pathlib.Path) -> list[dict[str, float]]:
+    """Rows of a ``metrics.csv`` or ``metrics.jsonl``, numbers as floats (blank/null -> NaN)."""
+
+    def number(value: Any) -> float:
+        if value is None or value == "":
+            return math.nan
+        return float(value)
+
+    if path.suffix == ".jsonl":
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    else:
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+    return [{k: number(v) for k, v in row.items()} for row in rows]
+
+
+def plot_learning_curve(rows: list[dict[str, float]], path: pathlib.Path, title: str) -> pathlib.Path:
+    """Episode return against env steps and against wall time, eval and training returns both."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for key, label in (("eval/episode_return", "eval"), ("train/episode_return", "training rollouts")):
+        points = [r for r in rows if math.isfinite(r.get(key, math.nan))]
+        if not points:
+            continue
+        ret = np.array([r[key] for r in points])
+        axes[0].plot([r["env_steps"] for r in points], ret, marker="o", ms=3, label=label)
+        axes[1].plot([r.get("time/elapsed_s", math.nan) for r in points], ret, marker="o", ms=3, label=label)
+        if key == "eval/episode_return" and "eval/episode_return_std" in points[0]:
+            std = np.array([r["eval/episode_return_std"] for r in points])
+            steps = [r["env_steps"] for r in points]
+            axes[0].fill_between(steps, ret - std, ret + std, alpha=0.2)
+    axes[0].set_xlabel("env steps")
+    axes[1].set_xlabel("wall time (s)")
+    axes[0].set_ylabel("episode return")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def record_video(
+    env: Env,
+    policy: Callable[[jax.Array], jax.Array],
+    path: pathlib.Path,
+    *,
+    seed: int = 0,
+    max_steps: int = 1000,
+    width: int = 320,
+    height: int = 240,
+) -> tuple[pathlib.Path, float]:
+    """Plays one episode of ``env`` (unbatched, time-limited) with ``policy`` and writes an mp4.
+
+    Returns the path and the episode's return.
+    """
+    import imageio.v2 as imageio
+
+    reset = jax.jit(env.reset)
+    step = jax.jit(lambda state: env.step(state, policy(state.obs)))
+    state = reset(jax.random.PRNGKey(seed))
+    fps = env.metadata.get("render_fps", 30)
+    total = 0.0
+    with imageio.get_writer(path, fps=fps, macro_block_size=8) as writer:
+        for _ in tqdm(range(max_steps), desc="rendering", unit="frame", leave=False):
+            writer.append_data(np.asarray(env.render(state, width=width, height=height)))
+            state = step(state)
+            total += float(state.reward)
+            if bool(state.terminated | state.truncated):
+                writer.append_data(np.asarray(env.render(state, width=width, height=height)))
+                break
+    return path, total

@@ -1,0 +1,156 @@
+"""The PPO configuration: one frozen dataclass, every field documented.
+
+Sizes derived from the fields (env steps per iteration, iterations per epoch)
+are properties, never fields patched after parsing. The help text of each field
+is also the ``--help`` of ``gymjax train``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Literal
+
+from gymjax.trainers.gae import GAE_MODES
+
+
+def _field(default: Any, help: str, **kwargs) -> Any:
+    return dataclasses.field(default=default, metadata={"help": help}, **kwargs)
+
+
+ACTIVATIONS = ("tanh", "relu", "swish", "elu")
+LR_SCHEDULES = ("constant", "linear")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Proximal Policy Optimization (Schulman et al. 2017), whole epochs compiled.
+
+    One *iteration* collects ``unroll_length`` steps from each of ``num_envs``
+    envs, then runs ``update_epochs`` passes of ``num_minibatches`` SGD steps
+    over it. One *epoch* is ``iterations_per_epoch`` iterations in a single
+    compiled ``lax.scan``; Python runs only between epochs (evaluation,
+    logging, callbacks, checkpoints).
+    """
+
+    # -- budget and batch ---------------------------------------------------
+    num_timesteps: int = _field(1_000_000, "environment steps to train for (action repeats counted)")
+    num_envs: int = _field(256, "parallel envs, over all devices (a multiple of the device count)")
+    unroll_length: int = _field(32, "agent steps per env per iteration")
+    num_minibatches: int = _field(8, "minibatches per pass over an iteration's data")
+    update_epochs: int = _field(4, "SGD passes over each iteration's data")
+    seed: int = _field(0, "PRNG seed")
+    # -- optimisation ---------------------------------------------------------
+    learning_rate: float = _field(3e-4, "Adam learning rate")
+    lr_schedule: Literal["constant", "linear"] = _field("constant", "learning-rate schedule: constant | linear (to 0)")
+    max_grad_norm: float = _field(0.5, "global gradient-norm clip (0 or less: no clipping)")
+    clip_epsilon: float = _field(0.2, "PPO ratio clip")
+    entropy_cost: float = _field(1e-3, "entropy bonus weight")
+    value_loss_coef: float = _field(
+        0.25, "value-loss weight on the mean squared error; 0.25 is Brax's 0.5 * 0.5, SB3's vf_coef is 0.5"
+    )
+    normalize_advantages: bool = _field(True, "normalize advantages per minibatch")
+    # -- returns --------------------------------------------------------------
+    gamma: float = _field(0.99, "discount")
+    gae_lambda: float = _field(0.95, "GAE lambda")
+    gae_mode: Literal["standard", "brax"] = _field(
+        "standard", "standard: bootstrap timeouts from the final obs (SB3); brax: Brax's masked GAE"
+    )
+    reward_scaling: float = _field(1.0, "rewards are multiplied by this before GAE")
+    # -- env ------------------------------------------------------------------
+    normalize_observations: bool = _field(True, "running mean/std observation normalization")
+    action_repeat: int = _field(1, "env steps per agent step")
+    episode_length: int | None = _field(None, "time limit in env steps (default: the env's own)")
+    # -- networks -------------------------------------------------------------
+    policy_hidden_sizes: tuple[int, ...] = _field((64, 64), "policy MLP hidden layer sizes")
+    value_hidden_sizes: tuple[int, ...] = _field((64, 64), "value MLP hidden layer sizes")
+    activation: Literal["tanh", "relu", "swish", "elu"] = _field("tanh", "hidden activation")
+    # -- evaluation and logging -----------------------------------------------
+    num_evals: int = _field(10, "evaluations over the run (0: none); the last one is at the end")
+    num_eval_envs: int = _field(16, "envs (one episode each) per evaluation")
+    deterministic_eval: bool = _field(True, "evaluate the policy's mode instead of sampling")
+    randomize_eval: bool = _field(False, "apply randomization_fn to evaluation too")
+    log_training_metrics: bool = _field(False, "report episode return/length from training rollouts")
+    training_metrics_steps: int | None = _field(
+        None, "env steps between training-metric reports (default: once per epoch)"
+    )
+    # -- checkpoints ----------------------------------------------------------
+    save_every_epochs: int = _field(1, "save a checkpoint every N epochs (and always at the end)")
+    max_to_keep: int | None = _field(3, "checkpoints kept (None: all)")
+
+    def __post_init__(self):
+        positive = ("num_timesteps", "num_envs", "unroll_length", "num_minibatches", "update_epochs")
+        for name in positive + ("action_repeat", "num_eval_envs", "save_every_epochs"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        if self.num_evals < 0:
+            raise ValueError(f"num_evals must be >= 0, got {self.num_evals}")
+        if self.gae_mode not in GAE_MODES:
+            raise ValueError(f"gae_mode must be one of {GAE_MODES}, got {self.gae_mode!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
+        if (self.num_envs * self.unroll_length) % self.num_minibatches:
+            raise ValueError(
+                f"num_envs * unroll_length ({self.num_envs * self.unroll_length}) must be divisible "
+                f"by num_minibatches ({self.num_minibatches})"
+            )
+        if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.gae_lambda <= 1.0:
+            raise ValueError(f"gamma and gae_lambda must lie in [0, 1], got {self.gamma}, {self.gae_lambda}")
+        if self.training_metrics_steps is not None and self.training_metrics_steps < 1:
+            raise ValueError(f"training_metrics_steps must be positive, got {self.training_metrics_steps}")
+        if self.max_to_keep is not None and self.max_to_keep < 1:
+            raise ValueError(f"max_to_keep must be positive or None, got {self.max_to_keep}")
+
+    # -- derived sizes ------------------------------------------------------------
+    @property
+    def env_steps_per_iteration(self) -> int:
+        return self.num_envs * self.unroll_length * self.action_repeat
+
+    @property
+    def num_iterations(self) -> int:
+        return max(1, math.ceil(self.num_timesteps / self.env_steps_per_iteration))
+
+    @property
+    def num_epochs(self) -> int:
+        """Compiled epochs: enough for every evaluation and training-metric report."""
+        epochs = max(self.num_evals, 1)
+        if self.log_training_metrics and self.training_metrics_steps:
+            epochs = max(epochs, math.ceil(self.num_timesteps / self.training_metrics_steps))
+        return min(epochs, self.num_iterations)
+
+    @property
+    def iterations_per_epoch(self) -> int:
+        return math.ceil(self.num_iterations / self.num_epochs)
+
+    @property
+    def env_steps_per_epoch(self) -> int:
+        return self.iterations_per_epoch * self.env_steps_per_iteration
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.num_envs * self.unroll_length // self.num_minibatches
+
+    def eval_after_epoch(self, epoch: int) -> bool:
+        """Whether an evaluation follows epoch ``epoch`` (0-based): ``num_evals`` spread evenly, last at the end."""
+        if self.num_evals == 0:
+            return False
+        n = self.num_epochs
+        return (epoch + 1) * self.num_evals // n > epoch * self.num_evals // n
+
+    # -- (de)serialization, for checkpoints and the CLI -------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> PPOConfig:
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown PPOConfig fields {unknown}; known: {sorted(known)}")
+        converted = {k: tuple(v) if k.endswith("_sizes") else v for k, v in values.items()}
+        return cls(**converted)
+
+    def replace(self, **changes: Any) -> PPOConfig:
+        return dataclasses.replace(self, **changes)

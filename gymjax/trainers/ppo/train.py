@@ -1,0 +1,466 @@
+"""The PPO training loop: compiled epochs, Python between them.
+
+:class:`PPOTrainer` owns the compiled pieces (epoch, evaluation) and the
+host-side bookkeeping; :func:`train` is the loop most users call. Data-parallel
+over all local devices with ``shard_map``: each device steps ``num_envs / D`` envs,
+gradients and observation statistics are averaged across devices, and the
+parameters stay identical on every device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from tqdm import tqdm
+
+from gymjax import envs
+from gymjax.core import Env, State
+from gymjax.trainers.gae import compute_gae
+from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
+from gymjax.trainers.ppo import acting
+from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers.ppo.config import PPOConfig
+from gymjax.trainers.ppo.losses import Minibatch, ppo_loss
+from gymjax.trainers.ppo.networks import (
+    PolicyParams,
+    PPONetworks,
+    PPOParams,
+    describe_action_space,
+    make_networks,
+)
+from gymjax.trainers.ppo.normalization import update as update_stats
+from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
+
+AXIS = "devices"
+
+ProgressFn = Callable[[int, Metrics], None]
+PolicyParamsFn = Callable[[int, Callable[..., Any], PolicyParams], None]
+
+
+class TrainingDiverged(FloatingPointError):
+    """The loss or the parameters stopped being finite; the last good checkpoint is kept."""
+
+
+@struct.dataclass
+class TrainingState:
+    """What one device carries from iteration to iteration (all ``[D, ...]`` across devices)."""
+
+    params: PPOParams
+    opt_state: optax.OptState
+    env_state: State
+    key: jax.Array
+
+
+@dataclasses.dataclass
+class Run:
+    """The device state plus host-side counters; ``env_steps`` is a Python int and never wraps."""
+
+    state: TrainingState
+    env_steps: int = 0
+    epoch: int = 0
+    elapsed_s: float = 0.0  # wall time spent training, over all resumed sessions
+
+
+def _unreplicate(tree):
+    return jax.tree.map(lambda x: x[0], tree)
+
+
+def _on_one_device(fn):
+    """``fn`` over one device's slice: ``shard_map`` hands each device a ``[1, ...]`` block."""
+
+    def block_fn(block):
+        out = fn(_unreplicate(block))
+        return jax.tree.map(lambda x: x[None], out)
+
+    return block_fn
+
+
+class PPOTrainer:
+    """Builds the networks, optimizer and compiled functions for one config and env."""
+
+    def __init__(
+        self,
+        config: PPOConfig,
+        env: Env | str,
+        eval_env: Env | str | None = None,
+        randomization_fn: RandomizationFn | None = None,
+    ):
+        self.config = config
+        self.env_id = env if isinstance(env, str) else None
+        self.env = envs.make(env) if isinstance(env, str) else env
+        eval_env = envs.make(eval_env) if isinstance(eval_env, str) else eval_env
+        self.devices = jax.local_devices()
+        if config.num_envs % len(self.devices):
+            raise ValueError(
+                f"num_envs ({config.num_envs}) must be a multiple of the local device count ({len(self.devices)})"
+            )
+        self.envs_per_device = config.num_envs // len(self.devices)
+        if (self.envs_per_device * config.unroll_length) % config.num_minibatches:
+            raise ValueError(
+                f"each device's batch (num_envs / devices * unroll_length = "
+                f"{self.envs_per_device * config.unroll_length}) must be divisible by num_minibatches "
+                f"({config.num_minibatches})"
+            )
+
+        episode_length = config.episode_length or self.env.max_episode_steps
+        if episode_length is None:
+            raise ValueError(f"{self.env!r} has no time limit; set PPOConfig.episode_length")
+        # The wrappers count agent steps; the config counts env steps, as Brax does.
+        self.agent_episode_length = math.ceil(episode_length / config.action_repeat)
+        self.train_env = wrap_for_training(
+            self.env,
+            episode_length=self.agent_episode_length,
+            action_repeat=config.action_repeat,
+            randomization_fn=randomization_fn,
+        )
+        self.eval_env = make_eval_env(
+            self.env,
+            eval_env=eval_env,
+            randomization_fn=randomization_fn,
+            randomize_eval=config.randomize_eval,
+            episode_length=self.agent_episode_length,
+            action_repeat=config.action_repeat,
+        )
+
+        obs_shape = self.env.observation_space.shape
+        if len(obs_shape) != 1:
+            raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
+        self.networks: PPONetworks = make_networks(obs_shape[0], self.env.action_space, config)
+        self.optimizer = self._make_optimizer()
+        self.mesh = jax.make_mesh(
+            (len(self.devices),), (AXIS,), axis_types=(jax.sharding.AxisType.Auto,), devices=self.devices
+        )
+        self.sharding = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec(AXIS))
+        per_device = jax.shard_map(
+            _on_one_device(self._epoch_fn),
+            mesh=self.mesh,
+            in_specs=jax.sharding.PartitionSpec(AXIS),
+            out_specs=jax.sharding.PartitionSpec(AXIS),
+            # Envs create per-step constants (zero rewards at reset, ...) that
+            # are not marked device-varying; the replication check would reject them.
+            check_vma=False,
+        )
+        self._epoch = jax.jit(per_device, donate_argnums=0)
+        self._evaluate = jax.jit(self._evaluate_fn)
+
+    # -- construction ----------------------------------------------------------------
+
+    def _make_optimizer(self) -> optax.GradientTransformation:
+        c = self.config
+        lr: float | optax.Schedule = c.learning_rate
+        if c.lr_schedule == "linear":
+            sgd_steps = c.num_epochs * c.iterations_per_epoch * c.update_epochs * c.num_minibatches
+            lr = optax.linear_schedule(c.learning_rate, 0.0, sgd_steps)
+        adam = optax.adam(lr, eps=1e-5)
+        if c.max_grad_norm > 0:
+            return optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
+        return adam
+
+    def init(self) -> Run:
+        """A fresh run: new parameters, optimizer state and envs, from ``config.seed``."""
+        key = jax.random.PRNGKey(self.config.seed)
+        params_key, env_key, train_key = jax.random.split(key, 3)
+        params = self.networks.init(params_key)
+        opt_state = self.optimizer.init((params.policy, params.value))
+        env_keys = jax.random.split(env_key, self.config.num_envs)
+        env_state = jax.jit(self.train_env.reset)(env_keys)
+        return Run(state=self._replicate(params, opt_state, env_state, jax.random.split(train_key, len(self.devices))))
+
+    def _replicate(self, params, opt_state, env_state, keys) -> TrainingState:
+        """Host pytrees -> one :class:`TrainingState` laid out ``[D, ...]``, one slice per device."""
+        d = len(self.devices)
+        # explicit sizes, not -1: some mjx.Data fields are empty ([N, 0])
+        shard = jax.tree.map(lambda x: jnp.reshape(x, (d, x.shape[0] // d) + x.shape[1:]), env_state)
+        replicate = lambda tree: jax.tree.map(lambda x: jnp.broadcast_to(x, (d,) + jnp.shape(x)), tree)  # noqa: E731
+        state = TrainingState(params=replicate(params), opt_state=replicate(opt_state), env_state=shard, key=keys)
+        return jax.device_put(state, self.sharding)
+
+    # -- the compiled epoch ----------------------------------------------------------
+
+    def _epoch_fn(self, state: TrainingState) -> tuple[TrainingState, Metrics]:
+        """``iterations_per_epoch`` iterations in one ``lax.scan`` (runs on every device)."""
+        state, metrics = jax.lax.scan(self._iteration, state, None, length=self.config.iterations_per_epoch)
+        episodes = jax.lax.psum(metrics.pop("episodes").sum(), AXIS)
+        returns = jax.lax.psum(metrics.pop("episode_return_sum").sum(), AXIS)
+        lengths = jax.lax.psum(metrics.pop("episode_length_sum").sum(), AXIS)
+        out = {k: v.mean() for k, v in metrics.items()}
+        out["train/episodes"] = episodes
+        out["train/episode_return"] = jnp.where(episodes > 0, returns / jnp.maximum(episodes, 1), jnp.nan)
+        out["train/episode_length"] = jnp.where(episodes > 0, lengths / jnp.maximum(episodes, 1), jnp.nan)
+        trainable = (state.params.policy, state.params.value)
+        out["params_finite"] = jnp.all(jnp.array([jnp.isfinite(x).all() for x in jax.tree.leaves(trainable)]))
+        return state, out
+
+    def _iteration(self, state: TrainingState, _) -> tuple[TrainingState, Metrics]:
+        c = self.config
+        key, rollout_key, sgd_key = jax.random.split(state.key, 3)
+        policy = self.networks.make_policy(state.params.policy_params())
+        env_state, traj = acting.rollout(self.train_env, state.env_state, policy, rollout_key, c.unroll_length)
+
+        params = state.params
+        if c.normalize_observations:
+            # Updated before the SGD steps, as Brax does: the new statistics see this data.
+            params = params.replace(normalizer=update_stats(params.normalizer, traj.obs, AXIS))
+        values = self.networks.values(params, traj.obs)
+        next_values = self.networks.values(params, traj.final_obs)
+        advantages, returns = compute_gae(
+            traj.reward * c.reward_scaling,
+            values,
+            next_values,
+            traj.terminated,
+            traj.truncated,
+            gamma=c.gamma,
+            gae_lambda=c.gae_lambda,
+            mode=c.gae_mode,
+        )
+        data = Minibatch(traj.obs, traj.raw_action, traj.log_prob, advantages, returns)
+        data = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data)  # [T, B] -> [T * B]
+        params, opt_state, metrics = self._sgd(params, state.opt_state, data, sgd_key)
+
+        done = traj.terminated | traj.truncated
+        metrics["episodes"] = done.sum()
+        metrics["episode_return_sum"] = traj.episode_return.sum()
+        metrics["episode_length_sum"] = traj.episode_length.sum().astype(jnp.float32)
+        return TrainingState(params=params, opt_state=opt_state, env_state=env_state, key=key), metrics
+
+    def _sgd(self, params: PPOParams, opt_state, data: Minibatch, key: jax.Array):
+        c = self.config
+
+        def loss_fn(trainable, batch, key):
+            policy, value = trainable
+            return ppo_loss(params.replace(policy=policy, value=value), self.networks, batch, key, c)
+
+        def step(carry, batch):
+            trainable, opt_state, key = carry
+            key, loss_key = jax.random.split(key)
+            grads, metrics = jax.grad(loss_fn, has_aux=True)(trainable, batch, loss_key)
+            grads = jax.lax.pmean(grads, AXIS)
+            updates, opt_state = self.optimizer.update(grads, opt_state, trainable)
+            return (optax.apply_updates(trainable, updates), opt_state, key), jax.lax.pmean(metrics, AXIS)
+
+        def one_pass(carry, key):
+            order = jax.random.permutation(key, data.obs.shape[0])
+            shuffled = jax.tree.map(lambda x: x[order].reshape((c.num_minibatches, -1) + x.shape[1:]), data)
+            return jax.lax.scan(step, carry, shuffled)
+
+        key, pass_key = jax.random.split(key)
+        carry = ((params.policy, params.value), opt_state, key)
+        (trainable, opt_state, _), metrics = jax.lax.scan(
+            one_pass, carry, jax.random.split(pass_key, c.update_epochs)
+        )
+        params = params.replace(policy=trainable[0], value=trainable[1])
+        return params, opt_state, {k: v.mean() for k, v in metrics.items()}
+
+    # -- evaluation ------------------------------------------------------------------
+
+    def _evaluate_fn(self, params: PolicyParams, key: jax.Array) -> acting.EvalResult:
+        policy = self.networks.make_policy(params, deterministic=self.config.deterministic_eval)
+        return acting.evaluate(self.eval_env, policy, key, self.config.num_eval_envs, self.agent_episode_length)
+
+    def evaluate(self, params: PolicyParams, key: jax.Array) -> Metrics:
+        start = time.perf_counter()
+        result = jax.device_get(self._evaluate(params, key))
+        return {
+            "eval/episode_return": float(np.mean(result.episode_return)),
+            "eval/episode_return_std": float(np.std(result.episode_return)),
+            "eval/episode_length": float(np.mean(result.episode_length)),
+            "time/eval_s": time.perf_counter() - start,
+        }
+
+    # -- one epoch, host side ------------------------------------------------------------
+
+    def compile(self, run: Run) -> float:
+        """Compiles the epoch for ``run``'s state ahead of time; returns the seconds it took."""
+        start = time.perf_counter()
+        self._epoch = self._epoch.lower(run.state).compile()
+        return time.perf_counter() - start
+
+    def run_epoch(self, run: Run) -> Metrics:
+        """Runs one compiled epoch, advances ``run`` in place and returns host metrics."""
+        start = time.perf_counter()
+        run.state, metrics = self._epoch(run.state)
+        metrics = _unreplicate(jax.device_get(metrics))
+        elapsed = time.perf_counter() - start
+        run.env_steps += self.config.env_steps_per_epoch
+        run.epoch += 1
+        out: Metrics = {k: float(v) for k, v in metrics.items() if k != "params_finite"}
+        out["train/episodes"] = int(metrics["train/episodes"])
+        out["time/epoch_s"] = elapsed
+        out["sps"] = self.config.env_steps_per_epoch / elapsed
+        if not (bool(metrics["params_finite"]) and math.isfinite(out["losses/total"])):
+            raise TrainingDiverged(
+                f"epoch {run.epoch} (env step {run.env_steps:,}): the loss is {out['losses/total']} and the "
+                f"parameters are {'finite' if metrics['params_finite'] else 'not finite'}; training stopped"
+            )
+        return out
+
+    def policy_params(self, run: Run) -> PolicyParams:
+        return _unreplicate(jax.device_get(run.state.params)).policy_params()
+
+    # -- checkpoints -----------------------------------------------------------------
+
+    def to_checkpoint(self, run: Run) -> ckpt.Checkpoint:
+        state = jax.device_get(run.state)
+        params = _unreplicate(state.params)
+        meta = {
+            "trainer": "ppo",
+            "config": self.config.to_dict(),
+            "env_steps": run.env_steps,
+            "epoch": run.epoch,
+            "elapsed_s": run.elapsed_s,
+            "num_devices": len(self.devices),
+            "obs_size": self.networks.obs_size,
+            "action_space": describe_action_space(self.env.action_space),
+            "env_id": self.env_id,
+        }
+        host = {
+            "params": params,
+            "opt_state": _unreplicate(state.opt_state),
+            # [D, B / D] -> [B]: one layout whatever the device count
+            "env_state": jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), state.env_state),
+            "keys": state.key,
+        }
+        return ckpt.Checkpoint(state=host, policy=params.policy_params(), meta=meta)
+
+    def from_checkpoint(self, checkpoint: ckpt.Checkpoint) -> Run:
+        saved = checkpoint.meta["config"]
+        for name in ("num_envs", "policy_hidden_sizes", "value_hidden_sizes", "activation"):
+            if tuple(np.atleast_1d(saved[name])) != tuple(np.atleast_1d(getattr(self.config, name))):
+                raise ValueError(
+                    f"cannot resume: the checkpoint has {name}={saved[name]!r}, this config "
+                    f"{getattr(self.config, name)!r}"
+                )
+        state = checkpoint.state
+        keys = jnp.asarray(state["keys"])
+        if keys.shape[0] != len(self.devices):
+            # A different device count cannot continue the same key streams.
+            keys = jax.random.split(keys[0], len(self.devices))
+        run_state = self._replicate(state["params"], state["opt_state"], state["env_state"], keys)
+        meta = checkpoint.meta
+        return Run(run_state, int(meta["env_steps"]), int(meta["epoch"]), float(meta.get("elapsed_s", 0.0)))
+
+    def checkpoint_targets(self, num_devices: int) -> tuple[Any, Any]:
+        """The structures a checkpoint restores into: (state, policy), shapes only, nothing computed."""
+
+        def host_init():
+            key = jax.random.PRNGKey(0)
+            params = self.networks.init(key)
+            opt_state = self.optimizer.init((params.policy, params.value))
+            env_state = self.train_env.reset(jax.random.split(key, self.config.num_envs))
+            return params, opt_state, env_state
+
+        params, opt_state, env_state = jax.eval_shape(host_init)
+        keys = jax.ShapeDtypeStruct((num_devices, 2), jnp.uint32)
+        state = {"params": params, "opt_state": opt_state, "env_state": env_state, "keys": keys}
+        return state, params.policy_params()
+
+    def restore(self, path: str | pathlib.Path) -> Run:
+        """A run continued from the checkpoint at ``path`` (a checkpoint root or one step)."""
+        meta = ckpt.read_meta(path)
+        state_target, policy_target = self.checkpoint_targets(int(meta["num_devices"]))
+        return self.from_checkpoint(ckpt.restore(path, state_target, policy_target))
+
+
+def train(
+    config: PPOConfig,
+    env: Env | str,
+    eval_env: Env | str | None = None,
+    randomization_fn: RandomizationFn | None = None,
+    *,
+    hooks: Sequence[Hook] = (),
+    progress_fn: ProgressFn | None = None,
+    policy_params_fn: PolicyParamsFn | None = None,
+    checkpoint_dir: str | pathlib.Path | None = None,
+    restore_checkpoint_path: str | pathlib.Path | None = None,
+    progress_bar: bool = True,
+) -> tuple[Callable[..., Any], PolicyParams, Metrics]:
+    """Trains PPO on ``env`` and returns ``(make_policy, params, metrics)``.
+
+    Args:
+        config: the :class:`PPOConfig`.
+        env: a gymjax env or a registered id (unbatched; the trainer batches it).
+        eval_env: the env to evaluate on; by default a copy of ``env``. With a
+            ``randomization_fn``, evaluation runs on nominal physics unless
+            ``config.randomize_eval``.
+        randomization_fn: domain randomization, ``fn(params, key) -> params``
+            (or Brax's batched form); redrawn at every reset.
+        hooks: :class:`~gymjax.trainers.hooks.Hook` s, loggers included.
+        progress_fn: ``progress_fn(env_steps, metrics)`` after every epoch.
+        policy_params_fn: ``policy_params_fn(env_steps, make_policy, params)``
+            after every epoch; ``make_policy(params)`` works on those params.
+        checkpoint_dir: where to save checkpoints (every
+            ``config.save_every_epochs`` epochs and at the end); None: no saving.
+        restore_checkpoint_path: a checkpoint directory (its latest complete
+            checkpoint) or one step's directory to resume from.
+        progress_bar: show a tqdm bar with env steps, steps/s and the latest return.
+
+    Returns:
+        ``make_policy`` (``make_policy(params, deterministic=False) -> policy(obs,
+        key) -> (action, extras)``), the final :class:`PolicyParams`, and the
+        last epoch's metrics.
+    """
+    trainer = PPOTrainer(config, env, eval_env, randomization_fn)
+    hook = Hooks(hooks)
+    checkpointer = ckpt.Checkpointer(checkpoint_dir, config.max_to_keep) if checkpoint_dir else None
+    run = trainer.restore(restore_checkpoint_path) if restore_checkpoint_path is not None else trainer.init()
+    eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 1)
+
+    bar = tqdm(
+        total=config.num_epochs * config.env_steps_per_epoch,
+        initial=min(run.env_steps, config.num_epochs * config.env_steps_per_epoch),
+        unit="step",
+        unit_scale=True,
+        desc="PPO",
+        disable=not progress_bar,
+    )
+    metrics: Metrics = {}
+    try:
+        compile_s = trainer.compile(run)
+        while run.epoch < config.num_epochs:
+            hook.before_epoch(Progress(run.epoch, run.env_steps, config.num_epochs))
+            start = time.perf_counter()
+            metrics = trainer.run_epoch(run)
+            progress = Progress(run.epoch, run.env_steps, config.num_epochs)
+            if not config.log_training_metrics:
+                latest_train_return = metrics.pop("train/episode_return")
+                for k in ("train/episodes", "train/episode_length"):
+                    metrics.pop(k)
+            else:
+                latest_train_return = metrics["train/episode_return"]
+            params = trainer.policy_params(run)
+            if config.eval_after_epoch(run.epoch - 1):
+                eval_metrics = trainer.evaluate(params, jax.random.fold_in(eval_key, run.epoch))
+                hook.after_eval(progress, eval_metrics)
+                metrics.update(eval_metrics)
+            run.elapsed_s += time.perf_counter() - start
+            metrics["env_steps"] = run.env_steps
+            metrics["time/elapsed_s"] = run.elapsed_s
+            if compile_s is not None:
+                metrics["time/compile_s"], compile_s = compile_s, None
+            hook.after_epoch(progress, metrics)
+            if progress_fn is not None:
+                progress_fn(run.env_steps, metrics)
+            if policy_params_fn is not None:
+                policy_params_fn(run.env_steps, trainer.networks.make_policy, params)
+            if checkpointer and (run.epoch % config.save_every_epochs == 0 or run.epoch == config.num_epochs):
+                path = checkpointer.save(run.epoch, trainer.to_checkpoint(run))
+                hook.after_checkpoint(progress, path)
+            bar.update(config.env_steps_per_epoch)
+            shown = metrics.get("eval/episode_return", latest_train_return)
+            bar.set_postfix(sps=f"{metrics['sps']:,.0f}", ret=f"{shown:.4g}")
+    finally:
+        bar.close()
+        hook.close()
+        if checkpointer:
+            checkpointer.close()
+    return trainer.networks.make_policy, trainer.policy_params(run), metrics

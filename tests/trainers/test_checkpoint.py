@@ -1,0 +1,160 @@
+"""Checkpoints: exact resume, 64-bit step counter, a kill during a save, divergence, load_policy."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ppo_configs import TINY
+
+from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers.hooks import Hook
+from gymjax.trainers.ppo import PPOTrainer, TrainingDiverged, load_policy, train
+
+ENV = "JaxCartPole-v0"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+class StopAfter(Hook):
+    """Stops a run, as a kill would, once the checkpoint of epoch ``epoch`` is written."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def after_checkpoint(self, progress, path):
+        if progress.epoch == self.epoch:
+            raise KeyboardInterrupt
+
+
+def leaves_equal(a, b):
+    return all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(np.array_equal(x, y)), a, b)))
+
+
+def saved_steps(directory):
+    return sorted(int(p.name) for p in pathlib.Path(directory).iterdir() if p.name.isdigit())
+
+
+@pytest.fixture(scope="module")
+def uninterrupted():
+    returns = []
+    _, params, _ = train(TINY, ENV, progress_bar=False, progress_fn=lambda s, m: returns.append(m))
+    return params, returns
+
+
+def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path, uninterrupted):
+    with pytest.raises(KeyboardInterrupt):
+        train(TINY, ENV, hooks=[StopAfter(2)], checkpoint_dir=tmp_path, progress_bar=False)
+    assert saved_steps(tmp_path) == [1, 2]
+    resumed = []
+    _, params, _ = train(TINY, ENV, checkpoint_dir=tmp_path, restore_checkpoint_path=tmp_path,
+                         progress_bar=False, progress_fn=lambda s, m: resumed.append((s, m)))
+    expected_params, expected = uninterrupted
+    assert leaves_equal(params, expected_params)
+    # The resumed epochs are epochs 3 and 4, with the same evaluations as before.
+    assert [s for s, _ in resumed] == [3 * TINY.env_steps_per_epoch, 4 * TINY.env_steps_per_epoch]
+    assert resumed[-1][1]["eval/episode_return"] == expected[-1]["eval/episode_return"]
+    assert saved_steps(tmp_path) == [1, 2, 3, 4]
+
+
+def test_checkpoint_holds_optimizer_and_normalizer_state(tmp_path):
+    train(TINY.replace(num_evals=1, num_timesteps=8 * 16), ENV, checkpoint_dir=tmp_path, progress_bar=False)
+    trainer = PPOTrainer(TINY, ENV)
+    restored = trainer.restore(tmp_path)
+    fresh = trainer.init()
+    state, init_state = jax.device_get(restored.state), jax.device_get(fresh.state)
+    # Adam's moments and count moved away from their initial zeros; the statistics saw data.
+    adam = state.opt_state[1][0]
+    assert int(np.asarray(adam.count)[0]) == TINY.update_epochs * TINY.num_minibatches
+    assert not leaves_equal(adam.mu, init_state.opt_state[1][0].mu)
+    assert float(np.asarray(state.params.normalizer.count)[0]) == 8 * 16
+    meta = ckpt.read_meta(tmp_path)
+    assert meta["config"]["learning_rate"] == TINY.learning_rate and meta["env_steps"] == 8 * 16
+
+
+@pytest.mark.parametrize("start", [2**31 - 100, 2**32 - 100])
+def test_step_counter_counts_past_32_bits(tmp_path, start):
+    trainer = PPOTrainer(TINY, ENV)
+    run = trainer.init()
+    run.env_steps = start
+    trainer.run_epoch(run)
+    assert run.env_steps == start + TINY.env_steps_per_epoch > start + 100
+    checkpointer = ckpt.Checkpointer(tmp_path)
+    checkpointer.save(run.epoch, trainer.to_checkpoint(run))
+    checkpointer.close()
+    # Resuming continues counting from the exact 64-bit value.
+    steps = []
+    train(TINY, ENV, restore_checkpoint_path=tmp_path, progress_bar=False, progress_fn=lambda s, m: steps.append(s))
+    assert steps[0] == start + 2 * TINY.env_steps_per_epoch
+    assert all(isinstance(s, int) for s in steps) and steps == sorted(steps)
+
+
+KILL_DURING_SAVE = textwrap.dedent(
+    """
+    import os, sys
+    from orbax.checkpoint._src.path import atomicity
+    from ppo_configs import TINY
+    from gymjax.trainers.hooks import Hook
+    from gymjax.trainers.ppo import train
+
+    class KillOnThirdSave(Hook):
+        def before_epoch(self, progress):
+            if progress.epoch == 2:  # the next save is the third: die before it commits
+                async def die(self, *args, **kwargs):
+                    os._exit(9)
+                atomicity.AtomicRenameTemporaryPath.finalize = die
+
+    train(TINY, "JaxCartPole-v0", hooks=[KillOnThirdSave()], checkpoint_dir=sys.argv[1], progress_bar=False)
+    """
+)
+
+
+def test_killed_during_save_resumes_from_last_complete(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "trainers"), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-c", KILL_DURING_SAVE, str(tmp_path)], env=env, capture_output=True)
+    assert proc.returncode == 9, proc.stderr.decode()[-2000:]
+    leftovers = [p.name for p in tmp_path.iterdir() if not p.name.isdigit()]
+    assert any(name.startswith("3") for name in leftovers), leftovers  # the half-written step 3
+    assert saved_steps(tmp_path) == [1, 2]
+    steps = []
+    train(TINY, ENV, checkpoint_dir=tmp_path, restore_checkpoint_path=tmp_path, progress_bar=False,
+          progress_fn=lambda s, m: steps.append(s))
+    assert steps == [3 * TINY.env_steps_per_epoch, 4 * TINY.env_steps_per_epoch]
+    assert saved_steps(tmp_path) == [1, 2, 3, 4]
+
+
+def test_divergence_stops_and_keeps_last_good_checkpoint(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        train(TINY, ENV, hooks=[StopAfter(2)], checkpoint_dir=tmp_path, progress_bar=False)
+    with pytest.raises(TrainingDiverged, match=r"epoch 3 .* the loss is nan"):
+        train(TINY.replace(learning_rate=float("nan")), ENV, checkpoint_dir=tmp_path,
+              restore_checkpoint_path=tmp_path, progress_bar=False)
+    assert saved_steps(tmp_path) == [1, 2]
+    policy = ckpt.restore(tmp_path, with_state=False).policy
+    assert all(np.isfinite(x).all() for x in jax.tree.leaves(policy))
+
+
+def test_load_policy_matches_the_trained_policy(tmp_path):
+    make_policy, params, _ = train(TINY, ENV, checkpoint_dir=tmp_path, progress_bar=False)
+    policy = load_policy(tmp_path)
+    obs = jax.random.normal(jax.random.PRNGKey(0), (64, 4))
+    expected, _ = make_policy(params, deterministic=True)(obs)
+    np.testing.assert_array_equal(policy(obs), expected)
+    # one step's directory works too, and a stochastic policy needs a key
+    stochastic = load_policy(tmp_path / "4", deterministic=False)
+    key = jax.random.PRNGKey(1)
+    np.testing.assert_array_equal(stochastic(obs, key), make_policy(params)(obs, key)[0])
+
+
+def test_restore_errors_are_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        load_policy(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="holds no complete checkpoint"):
+        ckpt.read_meta(tmp_path)
+    train(TINY.replace(num_timesteps=8 * 16, num_evals=1), ENV, checkpoint_dir=tmp_path / "c", progress_bar=False)
+    with pytest.raises(ValueError, match="cannot resume: the checkpoint has num_envs=8"):
+        train(TINY.replace(num_envs=16), ENV, restore_checkpoint_path=tmp_path / "c", progress_bar=False)
