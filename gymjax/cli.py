@@ -1,7 +1,11 @@
 """The ``gymjax`` command line.
 
-``gymjax demo``: steps a vector env with random actions, prints throughput and
-writes a short video of one env.
+- ``gymjax train``: trains PPO into a run directory (checkpoints, metrics,
+  learning curve, video); ``--resume`` continues it.
+- ``gymjax eval`` / ``gymjax render``: a run directory's latest checkpoint,
+  evaluated or rendered to a video.
+- ``gymjax demo``: steps a vector env with random actions, prints throughput
+  and writes a short video of one env.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 import gymjax  # noqa: F401  (registers the ids)
+from gymjax.trainers.ppo import cli as ppo_cli
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -67,6 +72,7 @@ def write_video(env_id: str, path: pathlib.Path, steps: int, seed: int, rng: np.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gymjax", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    ppo_cli.add_commands(commands)
 
     p = commands.add_parser("demo", help="step a vector env, print throughput, write a video")
     p.add_argument("--env", default="JaxAnt-v0", help="registered id (default: %(default)s)")
