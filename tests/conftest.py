@@ -48,3 +48,10 @@ def ant_vec():
 def pendulum_mjx():
     """The functional JaxInvertedPendulum-v0 (cheap to compile: no contacts)."""
     return gymjax.make("JaxInvertedPendulum-v0")
+
+
+@pytest.fixture(scope="session")
+def multi_ant():
+    """The functional JaxMultiAnt-v0, 2x4, ``solver="fast"`` (shared by the multi-agent tests)."""
+    return gymjax.envs.make_multi("JaxMultiAnt-v0", agent_conf="2x4", solver="fast")
+
