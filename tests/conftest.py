@@ -48,3 +48,19 @@ def ant_vec():
 def pendulum_mjx():
     """The functional JaxInvertedPendulum-v0 (cheap to compile: no contacts)."""
     return gymjax.make("JaxInvertedPendulum-v0")
+
+
+@pytest.fixture(scope="session")
+def multi_ant():
+    """The functional JaxMultiAnt-v0, 2x4, ``solver="fast"`` (shared by the multi-agent tests)."""
+    return gymjax.envs.make_multi("JaxMultiAnt-v0", agent_conf="2x4", solver="fast")
+
+
+@pytest.fixture(scope="session")
+def multi_ant_pz(multi_ant):
+    """``multi_ant`` behind the PettingZoo adapter, 5-step episodes, 64x64 frames."""
+    from gymjax.wrappers.pettingzoo import PettingZooEnv  # pettingzoo is optional
+
+    env = PettingZooEnv(multi_ant, max_episode_steps=5, render_mode="rgb_array", width=64, height=64)
+    yield env
+    env.close()

@@ -1,6 +1,10 @@
 """The registry of gymjax environments: ``gymjax.envs.make("JaxAnt-v0")``.
 
-Ids registered here are also registered with Gymnasium on ``import gymjax``.
+Single-agent ids are also registered with Gymnasium on ``import gymjax``.
+Multi-agent ids (``gymjax.envs.make_multi("JaxMultiAnt-v0", agent_conf="4x2")``)
+share the table and its rules but not that registration: their actions are a
+dict per agent, which no Gymnasium ``Env`` takes. Their adapter is
+:mod:`gymjax.wrappers.pettingzoo`.
 """
 
 from __future__ import annotations
@@ -19,16 +23,23 @@ class EnvSpec:
     env_id: str
     factory: Callable[..., Env]
     max_episode_steps: int | None
+    multi_agent: bool = False
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
 
 
-def register(env_id: str, factory: Callable[..., Env], max_episode_steps: int | None) -> None:
+def register(
+    env_id: str,
+    factory: Callable[..., Env],
+    max_episode_steps: int | None,
+    *,
+    multi_agent: bool = False,
+) -> None:
     """Registers ``factory(**kwargs) -> Env`` under ``env_id``; ids are unique."""
     if env_id in _REGISTRY:
         raise ValueError(f"environment id {env_id!r} is already registered")
-    _REGISTRY[env_id] = EnvSpec(env_id, factory, max_episode_steps)
+    _REGISTRY[env_id] = EnvSpec(env_id, factory, max_episode_steps, multi_agent)
 
 
 def spec(env_id: str) -> EnvSpec:
@@ -37,13 +48,27 @@ def spec(env_id: str) -> EnvSpec:
     return _REGISTRY[env_id]
 
 
+def _factory(env_id: str, multi_agent: bool) -> Callable[..., Env]:
+    env_spec = spec(env_id)
+    if env_spec.multi_agent != multi_agent:
+        kind, builder = ("multi-agent", "make_multi") if env_spec.multi_agent else ("single-agent", "make")
+        raise ValueError(f"{env_id!r} is a {kind} env; build it with gymjax.envs.{builder}")
+    return env_spec.factory
+
+
 def make(env_id: str, **kwargs: Any) -> Env:
-    """Builds the functional (pure JAX, unbatched) env registered as ``env_id``."""
-    return spec(env_id).factory(**kwargs)
+    """Builds the functional (pure JAX, unbatched) single-agent env registered as ``env_id``."""
+    return _factory(env_id, multi_agent=False)(**kwargs)
 
 
-def registered_ids() -> list[str]:
-    return sorted(_REGISTRY)
+def make_multi(env_id: str, **kwargs: Any) -> Env:
+    """Builds the functional multi-agent env registered as ``env_id`` (actions: a dict per agent)."""
+    return _factory(env_id, multi_agent=True)(**kwargs)
+
+
+def registered_ids(multi_agent: bool = False) -> list[str]:
+    """The single-agent ids (those registered with Gymnasium), or the multi-agent ones."""
+    return sorted(i for i, s in _REGISTRY.items() if s.multi_agent == multi_agent)
 
 
 def _ant(**kwargs):
@@ -56,6 +81,12 @@ def _inverted_pendulum(**kwargs):
     from gymjax.envs.mujoco import InvertedPendulum
 
     return InvertedPendulum(**kwargs)
+
+
+def _multi_ant(**kwargs):
+    from gymjax.envs.mujoco import MultiAnt
+
+    return MultiAnt(**kwargs)
 
 
 def _cartpole(**kwargs):
@@ -72,6 +103,7 @@ def _pendulum(**kwargs):
 
 # MuJoCo is imported lazily: classic-control users do not pay for loading MJX.
 register("JaxAnt-v0", _ant, max_episode_steps=1000)
+register("JaxMultiAnt-v0", _multi_ant, max_episode_steps=1000, multi_agent=True)
 register("JaxInvertedPendulum-v0", _inverted_pendulum, max_episode_steps=1000)
 register("JaxCartPole-v0", _cartpole, max_episode_steps=500)
 register("JaxPendulum-v0", _pendulum, max_episode_steps=200)

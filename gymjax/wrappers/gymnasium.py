@@ -98,6 +98,20 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
     return array.astype(space.dtype)
 
 
+def batch_keys(seed: int | list[int], num_envs: int) -> jax.Array:
+    """One PRNG key per env: env ``i`` gets ``PRNGKey(seed + i)``, or ``PRNGKey(seed[i])``."""
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        seeds = [_check_seed(s) for s in seed]
+        if len(seeds) != num_envs:
+            raise ValueError(f"expected {num_envs} seeds, one per env, got {len(seeds)}")
+    else:
+        seed = _check_seed(seed)
+        if seed + num_envs - 1 > MAX_SEED:
+            raise ValueError(f"seed + num_envs - 1 must be at most 2**32 - 1, got seed {seed}")
+        seeds = [seed + i for i in range(num_envs)]
+    return jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, jnp.uint32))
+
+
 def _pick(info: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: info[k] for k in keys}
 
@@ -275,8 +289,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         else:
             if seed is None:
                 seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
-            seeds = self._seeds(seed)
-            keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, jnp.uint32))
+            keys = batch_keys(seed, self.num_envs)
         self._np_random_seed = seed if isinstance(seed, int) else None
         self.state = self._reset(keys)
         obs, info = jax.device_get((self.state.obs, self.state.info))
@@ -285,17 +298,6 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
             if k not in self._step_only_keys:
                 infos[k], infos[f"_{k}"] = info[k], np.ones(self.num_envs, bool)
         return obs, infos
-
-    def _seeds(self, seed) -> list[int]:
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            seeds = [_check_seed(s) for s in seed]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"expected {self.num_envs} seeds, one per env, got {len(seeds)}")
-            return seeds
-        seed = _check_seed(seed)
-        if seed + self.num_envs - 1 > MAX_SEED:
-            raise ValueError(f"seed + num_envs - 1 must be at most 2**32 - 1, got seed {seed}")
-        return [seed + i for i in range(self.num_envs)]
 
     def step(self, actions):
         if self.state is None:
