@@ -135,6 +135,8 @@ class SB3VecEnv(VecEnv):
     def step_async(self, actions: np.ndarray) -> None:
         if self.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this VecEnv has no state yet")
+        if self._stepping:
+            raise RuntimeError("step_async() called twice: call step_wait() for the pending step first")
         actions = check_action(self.action_space, actions, batch=self.num_envs)
         # Dispatch only: JAX computes while SB3 does other work until step_wait.
         self.state = self._step(self.state, actions)

@@ -120,7 +120,8 @@ class TorchVectorEnv(GymnasiumVectorEnv):
     ``reward [N]`` float32, ``terminated [N]`` and ``truncated [N]`` bool, and an info
     dict of tensors:
 
-    - the env's own info keys ``[N]`` (for envs that just reset: the reset values);
+    - the env's own info keys ``[N]`` (for envs that just reset: the reset values;
+      ``reset()`` reports only the keys the env has at reset, as the NumPy adapter);
     - ``final_obs [N, *obs_shape]``: the observation each step reached, before any
       reset (equal to ``obs`` where no episode ended), for bootstrapping timeouts;
       ``_final_obs [N]`` bool marks the envs whose episode ended;
@@ -150,7 +151,8 @@ class TorchVectorEnv(GymnasiumVectorEnv):
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         self._reset_state(seed, options)
-        info = {k: self._tensor(self.state.info[k]) for k in self._info_keys}
+        keys = [k for k in self._info_keys if k not in self._step_only_keys]
+        info = {k: self._tensor(self.state.info[k]) for k in keys}
         return self._tensor(self.state.obs), info
 
     def step(self, actions: torch.Tensor):

@@ -1,7 +1,7 @@
 """The SB3 VecEnv adapter, checked against SB3's own DummyVecEnv + Monitor and its algorithms."""
 
 import gymnasium
-import jax.numpy as jnp
+import jax
 import numpy as np
 import pytest
 import torch
@@ -101,25 +101,11 @@ def test_equals_dummy_vec_env_with_monitor_pendulum():
     assert truncated == 4
 
 
-class _CartPoleWithInfo(CartPole):
-    """CartPole with Ant's info layout: ``x`` at reset and step, ``pushed`` at step only."""
-
-    reset_info_keys = ("x",)
-
-    def reset(self, key, params=None):
-        state = super().reset(key, params)
-        return state.replace(info={"x": state.obs[0], "pushed": jnp.int32(0)})
-
-    def step(self, state, action, params=None):
-        state = super().step(state, action, params)
-        return state.replace(info={"x": state.obs[0], "pushed": jnp.asarray(action, jnp.int32)})
-
-
-def test_equals_dummy_vec_env_with_monitor_with_info_keys():
+def test_equals_dummy_vec_env_with_monitor_with_info_keys(cartpole_with_info):
     """The env's info per step (final info at an end) and reset-only keys in reset_infos."""
-    ours = SB3VecEnv(_CartPoleWithInfo(), 2, max_episode_steps=12)
+    ours = SB3VecEnv(cartpole_with_info, 2, max_episode_steps=12)
     reference = DummyVecEnv(
-        [lambda: Monitor(gymnasium.wrappers.TimeLimit(GymnasiumEnv(_CartPoleWithInfo()), 12)) for _ in range(2)]
+        [lambda: Monitor(gymnasium.wrappers.TimeLimit(GymnasiumEnv(cartpole_with_info), 12)) for _ in range(2)]
     )
     terminated, truncated = _lockstep(ours, reference, 40, seed=5)
     assert terminated + truncated >= 4
@@ -193,6 +179,20 @@ def test_vec_env_contract():
         assert env.render() is None  # no image, as from a DummyVecEnv
 
 
+def test_randomization_and_env_options():
+    def heavier(params, key):
+        return params.replace(masspole=params.masspole * jax.random.uniform(key, (), minval=2.0, maxval=3.0))
+
+    env = SB3VecEnv("JaxCartPole-v0", 4, randomization_fn=heavier, sutton_barto_reward=True)
+    env.reset()
+    (masspole,) = env.state.info["randomized_params"]
+    assert ((np.asarray(masspole) >= 0.2) & (np.asarray(masspole) <= 0.3)).all()
+    assert len(set(np.asarray(masspole).tolist())) == 4  # one draw per env
+    assert env.get_attr("sutton_barto_reward") == [True] * 4
+    _, rewards, _, _ = env.step(np.zeros(4, int))
+    np.testing.assert_array_equal(rewards, 0.0)  # Sutton & Barto: 0 until the pole falls
+
+
 def test_render_tiles_one_frame_per_env():
     env = SB3VecEnv("JaxCartPole-v0", 2, render_mode="rgb_array")
     env.reset()
@@ -212,6 +212,10 @@ def test_bad_input_is_a_clear_error():
         env.step(np.full(3, 2))
     with pytest.raises(RuntimeError, match="step_async"):
         env.step_wait()
+    env.step_async(np.zeros(3, int))
+    with pytest.raises(RuntimeError, match="called twice"):
+        env.step_async(np.zeros(3, int))
+    env.step_wait()
     env.seed(2**32 - 2)  # env 2 would get 2**32
     with pytest.raises(ValueError, match="seed must be an int"):
         env.reset()
