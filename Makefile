@@ -35,6 +35,7 @@ $(STAMP): pyproject.toml
 bench: install
 	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) benchmarks/env_throughput.py
+	$(PY) benchmarks/adapters.py
 
 clean:
 	rm -rf $(VENV) .jax_cache runs

@@ -108,6 +108,26 @@ def summarize(n: int, raw: dict) -> dict:
     }
 
 
+def environment() -> dict:
+    """The machine and library versions a result was measured with."""
+    return {
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "jax_backend": jax.default_backend(),
+            "devices": [str(d) for d in jax.devices()],
+        },
+        "versions": {
+            "python": sys.version.split()[0],
+            "jax": jax.__version__,
+            "mujoco": __import__("mujoco").__version__,
+            "gymnasium": gymnasium.__version__,
+            "gymjax": gymjax.__version__,
+        },
+    }
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024])
@@ -136,32 +156,23 @@ def main(argv=None) -> int:
 
     report = {
         "benchmark": "env_throughput",
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "jax_backend": jax.default_backend(),
-            "devices": [str(d) for d in jax.devices()],
-        },
-        "versions": {
-            "python": sys.version.split()[0],
-            "jax": jax.__version__,
-            "mujoco": __import__("mujoco").__version__,
-            "gymnasium": gymnasium.__version__,
-            "gymjax": gymjax.__version__,
-        },
+        **environment(),
         "settings": {"sizes": args.sizes, "steps": args.steps, "repeats": args.repeats},
         "results": results,
         "peers": {"brax": brax_peer()},
         "ratios": ratios(results, args.sizes),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = "env_throughput_quick" if args.quick else "env_throughput"
-    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2))
-    (args.out / f"{stem}.md").write_text(markdown(report))
-    plot(report, args.out / f"{stem}.png")
-    print(markdown(report))
+    write_results(args.out, "env_throughput_quick" if args.quick else "env_throughput", report, markdown, plot)
     return 0
+
+
+def write_results(out: pathlib.Path, stem: str, report: dict, markdown, plot) -> None:
+    """Writes ``out/stem.{json,md,png}`` and prints the Markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2))
+    (out / f"{stem}.md").write_text(markdown(report))
+    plot(report, out / f"{stem}.png")
+    print(markdown(report))
 
 
 def ratios(results: dict, sizes: list[int]) -> dict:
@@ -207,7 +218,8 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(report: dict, path: pathlib.Path) -> None:
+def pyplot():
+    """``matplotlib.pyplot`` drawing to files, or None when matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -215,6 +227,22 @@ def plot(report: dict, path: pathlib.Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib not installed (extra 'bench'): no plot written", file=sys.stderr)
+        return None
+    return plt
+
+
+def save(fig, path: pathlib.Path) -> None:
+    """Writes ``fig`` to ``path`` and frees it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot(report: dict, path: pathlib.Path) -> None:
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, by_n in report["results"].items():
@@ -231,9 +259,7 @@ def plot(report: dict, path: pathlib.Path) -> None:
     ax.set_ylabel("env steps / s")
     ax.set_title(f"Ant throughput on {report['machine']['cpu_count']}-core {report['machine']['jax_backend']}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 if __name__ == "__main__":

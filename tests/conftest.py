@@ -14,9 +14,11 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame, for classic-control
 
 import gymnasium  # noqa: E402
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import pytest  # noqa: E402
 
 import gymjax  # noqa: E402,F401  (registers the ids)
+from gymjax.envs.classic import CartPole  # noqa: E402
 
 CACHE = pathlib.Path(__file__).resolve().parent.parent / ".jax_cache"
 jax.config.update("jax_compilation_cache_dir", str(CACHE))
@@ -64,3 +66,23 @@ def multi_ant_pz(multi_ant):
     env = PettingZooEnv(multi_ant, max_episode_steps=5, render_mode="rgb_array", width=64, height=64)
     yield env
     env.close()
+
+
+class CartPoleWithInfo(CartPole):
+    """CartPole with Ant's info layout: ``x`` at reset and step, ``pushed`` at step only."""
+
+    reset_info_keys = ("x",)
+
+    def reset(self, key, params=None):
+        state = super().reset(key, params)
+        return state.replace(info={"x": state.obs[0], "pushed": jnp.int32(0)})
+
+    def step(self, state, action, params=None):
+        state = super().step(state, action, params)
+        return state.replace(info={"x": state.obs[0], "pushed": jnp.asarray(action, jnp.int32)})
+
+
+@pytest.fixture
+def cartpole_with_info():
+    """A cheap env whose info has a reset key and a step-only key, as Ant's."""
+    return CartPoleWithInfo()

@@ -1,5 +1,12 @@
 """Wrappers: pure-JAX env transforms (:mod:`.training`) and adapters to other
-frameworks (:mod:`.gymnasium`)."""
+frameworks (:mod:`.gymnasium`).
+
+The torch and Stable-Baselines3 adapters need optional packages (extras ``torch``
+and ``sb3``), so they are not imported here: import them by name,
+``from gymjax.wrappers.torch import TorchVectorEnv`` and
+``from gymjax.wrappers.sb3 import SB3VecEnv``. ``import gymjax`` imports neither
+torch nor stable_baselines3.
+"""
 
 from gymjax.wrappers.training import (
     ActionRepeat,

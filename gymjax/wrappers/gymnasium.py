@@ -165,6 +165,12 @@ class GymnasiumEnv(gymnasium.Env):
         self.state: State | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._reset_state(seed, options)
+        obs, info = jax.device_get((self.state.obs, self.state.info))
+        return obs, {k: info[k][()] for k in self._reset_info_keys}
+
+    def _reset_state(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        """Sets ``self.state`` to a fresh episode; nothing leaves the device."""
         if options:
             raise ValueError(f"reset options are not supported, got {sorted(options)}")
         if seed is not None:
@@ -176,8 +182,6 @@ class GymnasiumEnv(gymnasium.Env):
             self._key = jax.random.PRNGKey(int(self.np_random.integers(2**31)))
         self._key, key = next_reset_key(self._key)
         self.state = self._reset(key)
-        obs, info = jax.device_get((self.state.obs, self.state.info))
-        return obs, {k: info[k][()] for k in self._reset_info_keys}
 
     def step(self, action):
         if self.state is None:
@@ -281,6 +285,16 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         self.state: State | None = None
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
+        self._reset_state(seed, options)
+        obs, info = jax.device_get((self.state.obs, self.state.info))
+        infos: dict[str, Any] = {}
+        for k in self._info_keys:
+            if k not in self._step_only_keys:
+                infos[k], infos[f"_{k}"] = info[k], np.ones(self.num_envs, bool)
+        return obs, infos
+
+    def _reset_state(self, seed: int | list[int] | None, options: dict[str, Any] | None) -> None:
+        """Sets ``self.state`` to fresh episodes in every env; nothing leaves the device."""
         if options:
             raise ValueError(f"reset options are not supported, got {sorted(options)}")
         if seed is None and self.state is not None:
@@ -292,12 +306,6 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
             keys = batch_keys(seed, self.num_envs)
         self._np_random_seed = seed if isinstance(seed, int) else None
         self.state = self._reset(keys)
-        obs, info = jax.device_get((self.state.obs, self.state.info))
-        infos: dict[str, Any] = {}
-        for k in self._info_keys:
-            if k not in self._step_only_keys:
-                infos[k], infos[f"_{k}"] = info[k], np.ones(self.num_envs, bool)
-        return obs, infos
 
     def step(self, actions):
         if self.state is None:

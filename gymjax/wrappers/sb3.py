@@ -1,0 +1,236 @@
+"""Stable-Baselines3 adapter: a batch of gymjax envs behind SB3's ``VecEnv`` API.
+
+:class:`SB3VecEnv` steps all ``num_envs`` envs in one jitted call and returns what
+SB3's ``DummyVecEnv([lambda: Monitor(gymnasium.make(id)), ...])`` returns for the
+same seeds and actions, key for key (sources matched: SB3 2.x
+``common/vec_env/dummy_vec_env.py`` and ``common/monitor.py``):
+
+- ``obs [N, *obs_shape]`` float32, ``rewards [N]`` float32, ``dones [N]`` bool
+  (``terminated or truncated``), all writable copies;
+- ``infos``: one dict per env with the env's own info, then, where the episode
+  ended, Monitor's ``episode = {"r": return rounded to 6 places, "l": length,
+  "t": seconds since the adapter was built}``, then ``TimeLimit.truncated``
+  (``truncated and not terminated``) for every env, then ``terminal_observation``
+  where the episode ended. Same-step reset: ``obs`` already holds the new
+  episode's first observation, and ``reset_infos[i]`` its reset info.
+
+Seeds follow ``DummyVecEnv``: ``seed(s)`` makes the next ``reset()`` seed env ``i``
+with ``s + i``; envs without a seed continue their own random stream. Env ``i``
+then draws the episodes ``gymnasium.make(id)`` draws when reset with that seed.
+
+Importing this module imports stable_baselines3; ``import gymjax`` does not.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from gymjax.core import Env, Wrapper
+from gymjax.wrappers.gymnasium import (
+    _build,
+    _check_render_mode,
+    _check_seed,
+    _info_keys,
+    _pick,
+    check_action,
+)
+from gymjax.wrappers.training import RandomizationFn, wrap_for_training
+
+# What a DummyVecEnv of Monitor(gymnasium.make(id)) envs has around each env, and
+# this adapter does in JAX and on the host: env_is_wrapped answers for these.
+BUILT_IN_WRAPPERS = (Monitor, gymnasium.wrappers.TimeLimit)
+
+
+class SB3VecEnv(VecEnv):
+    """``num_envs`` gymjax envs as one SB3 ``VecEnv``, stepped by one jitted call.
+
+    Args:
+        env: a gymjax env, or a registered id such as ``"JaxCartPole-v0"``.
+        num_envs: batch size ``N``.
+        max_episode_steps: time limit; defaults to the env's registered one.
+        render_mode: ``None`` or ``"rgb_array"``.
+        randomization_fn: domain randomization, drawn per env at each reset.
+        width, height: size of rendered frames.
+        **env_kwargs: the env's constructor options.
+
+    ``get_attr`` reads attributes of the (shared) gymjax env and its wrappers, or
+    values stored by ``set_attr``; ``set_attr`` refuses names the jitted step has compiled in, since
+    changing them would silently do nothing. ``env_method`` calls what ``get_attr``
+    finds. Actions are checked like the Gymnasium adapters check them.
+    """
+
+    def __init__(
+        self,
+        env: Env | str,
+        num_envs: int,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        randomization_fn: RandomizationFn | None = None,
+        width: int = 480,
+        height: int = 480,
+        **env_kwargs: Any,
+    ):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        num_envs = int(num_envs)
+        base = _build(env, env_kwargs)
+        _check_render_mode(render_mode, base.metadata)
+        self.jax_env = wrap_for_training(
+            base, episode_length=max_episode_steps, randomization_fn=randomization_fn
+        )
+        self._info_keys = _info_keys(base)
+        self._reset_info_keys = base.reset_info_keys or self._info_keys
+        self._reset = jax.jit(self.jax_env.reset)
+        self._step = jax.jit(self.jax_env.step)
+        self._size = (width, height)
+        # Read by VecEnv.__init__ (get_attr("render_mode")), so set before it.
+        self._env_attrs: list[dict[str, Any]] = [{"render_mode": render_mode} for _ in range(num_envs)]
+        super().__init__(num_envs, base.observation_space, base.action_space)
+        self.metadata = dict(base.metadata)  # DummyVecEnv takes its envs' metadata
+        self.state = None
+        self._stepping = False
+        # Monitor's bookkeeping, on the host: float64 sums of the float32 rewards
+        # add up exactly as Monitor's sum() of Python floats does.
+        self.t_start = time.time()
+        self._returns = np.zeros(num_envs, np.float64)
+        self._lengths = np.zeros(num_envs, np.int64)
+
+    def reset(self) -> np.ndarray:
+        if any(self._options):
+            raise ValueError(f"reset options are not supported, got {self._options}")
+        self.state = self._reset(self._keys(self._seeds))
+        self._reset_seeds()
+        self._reset_options()
+        self._stepping = False
+        self._returns[:] = 0.0
+        self._lengths[:] = 0
+        obs, info = jax.device_get((self.state.obs, _pick(self.state.info, self._reset_info_keys)))
+        self.reset_infos = [{k: info[k][i] for k in self._reset_info_keys} for i in range(self.num_envs)]
+        return np.array(obs)
+
+    def _keys(self, seeds: Sequence[int | None]) -> jax.Array:
+        """PRNG keys ``[N]`` for a reset: ``PRNGKey(seeds[i])``, or env ``i``'s own stream.
+
+        An env without a seed continues its stream, as a Gymnasium env reset with
+        ``seed=None`` does; before the first reset it starts a random one.
+        """
+        given = np.array([s is not None for s in seeds])
+        fresh = np.random.default_rng().integers(2**31, size=self.num_envs)
+        ints = [_check_seed(s) if s is not None else int(f) for s, f in zip(seeds, fresh)]
+        keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(ints, jnp.uint32))
+        if self.state is None or given.all():
+            return keys
+        return jnp.where(given[:, None], keys, self.state.info["autoreset_key"])
+
+    def step_async(self, actions: np.ndarray) -> None:
+        if self.state is None:
+            raise gymnasium.error.ResetNeeded("call reset() before step(): this VecEnv has no state yet")
+        if self._stepping:
+            raise RuntimeError("step_async() called twice: call step_wait() for the pending step first")
+        actions = check_action(self.action_space, actions, batch=self.num_envs)
+        # Dispatch only: JAX computes while SB3 does other work until step_wait.
+        self.state = self._step(self.state, actions)
+        self._stepping = True
+
+    def step_wait(self):
+        if not self._stepping:
+            raise RuntimeError("call step_async(actions) before step_wait()")
+        self._stepping = False
+        s = self.state
+        obs, rewards, terminated, truncated, info = jax.device_get(
+            (s.obs, s.reward, s.terminated, s.truncated, _pick(s.info["final_info"], self._info_keys))
+        )
+        dones = terminated | truncated
+        self._returns += rewards
+        self._lengths += 1
+        ended = {}
+        if dones.any():
+            final_obs, reset_info = jax.device_get((s.info["final_obs"], _pick(s.info, self._reset_info_keys)))
+            elapsed = round(time.time() - self.t_start, 6)
+            for i in np.flatnonzero(dones):
+                episode = {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]), "t": elapsed}
+                ended[i] = (episode, np.array(final_obs[i]))
+                self.reset_infos[i] = {k: reset_info[k][i] for k in self._reset_info_keys}
+            self._returns[dones] = 0.0
+            self._lengths[dones] = 0
+        infos = []
+        for i in range(self.num_envs):
+            # Key order as DummyVecEnv's: env info, Monitor's episode, then its own keys.
+            env_info = {k: info[k][i] for k in self._info_keys}
+            if i in ended:
+                env_info["episode"] = ended[i][0]
+            env_info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            if i in ended:
+                env_info["terminal_observation"] = ended[i][1]
+            infos.append(env_info)
+        return np.array(obs), np.array(rewards, np.float32), np.array(dones, bool), infos
+
+    def close(self) -> None:
+        close = getattr(self.jax_env.unwrapped, "close", None)
+        if close is not None:
+            close()
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        if self.render_mode != "rgb_array":
+            warnings.warn(f"render_mode is {self.render_mode}, but get_images needs 'rgb_array'")
+            return [None] * self.num_envs
+        if self.state is None:
+            raise gymnasium.error.ResetNeeded("call reset() before render()")
+        width, height = self._size
+        host = jax.device_get(self.state)
+        base = self.jax_env.unwrapped
+        return [
+            base.render(jax.tree.map(lambda x: x[i], host), width=width, height=height)
+            for i in range(self.num_envs)
+        ]
+
+    def _env_attr(self, name: str) -> tuple[bool, Any]:
+        """``name`` looked up through the JAX wrapper stack, outermost first.
+
+        As Gymnasium's ``get_wrapper_attr``: ``max_episode_steps`` is the adapter's
+        time limit, an env option such as ``ctrl_cost_weight`` the base env's.
+        """
+        layer = self.jax_env
+        while True:
+            if hasattr(layer, name):
+                return True, getattr(layer, name)
+            if not isinstance(layer, Wrapper):
+                return False, None
+            layer = layer.env
+
+    def _attr(self, index: int, name: str) -> Any:
+        if name in self._env_attrs[index]:
+            return self._env_attrs[index][name]
+        found, value = self._env_attr(name)
+        if not found:
+            raise AttributeError(f"env {index} ({self.jax_env!r}) has no attribute {name!r}")
+        return value
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [self._attr(i, attr_name) for i in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        if attr_name == "render_mode" or self._env_attr(attr_name)[0]:
+            raise AttributeError(
+                f"{attr_name!r} is compiled into the jitted step and cannot change per env; "
+                f"build a new {type(self).__name__} with it instead"
+            )
+        for i in self._get_indices(indices):
+            self._env_attrs[i][attr_name] = value
+
+    def env_method(self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs) -> list[Any]:
+        return [self._attr(i, method_name)(*method_args, **method_kwargs) for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type[gymnasium.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        wrapped = any(issubclass(w, wrapper_class) for w in BUILT_IN_WRAPPERS)
+        return [wrapped for _ in self._get_indices(indices)]
