@@ -36,6 +36,7 @@ bench: install
 	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) benchmarks/env_throughput.py
 	$(PY) benchmarks/adapters.py
+	$(PY) benchmarks/ppo_train.py
 
 clean:
 	rm -rf $(VENV) .jax_cache runs

@@ -197,3 +197,22 @@ def test_same_seed_same_result():
     c = train(config.replace(seed=1), "JaxCartPole-v0", progress_bar=False)[1]
     assert all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
     assert not all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, c)))
+
+
+def test_action_repeat_counts_env_steps():
+    # episode_length is in env steps (as in Brax); with action_repeat=2 an episode
+    # is at most 10 agent steps, and every agent step is 2 env steps of the budget.
+    config = TINY.replace(action_repeat=2, episode_length=20, num_timesteps=2 * 8 * 16 * 2, num_evals=1,
+                          log_training_metrics=True)
+    reports = []
+    train(config, "JaxCartPole-v0", progress_bar=False, progress_fn=lambda s, m: reports.append((s, m)))
+    (steps, metrics), = reports
+    assert steps == 2 * 8 * 16 * 2
+    assert metrics["eval/episode_length"] <= 10 and metrics["train/episode_length"] <= 10
+    # CartPole pays 1 per env step: a repeated action earns up to 2 per agent step.
+    assert metrics["eval/episode_return"] > metrics["eval/episode_length"]
+
+
+def test_save_every_epochs(tmp_path):
+    train(TINY.replace(save_every_epochs=3), "JaxCartPole-v0", checkpoint_dir=tmp_path, progress_bar=False)
+    assert sorted(int(p.name) for p in tmp_path.iterdir() if p.name.isdigit()) == [3, 4]  # every 3rd, and the end
