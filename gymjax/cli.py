@@ -4,6 +4,8 @@
   learning curve, video); ``--resume`` continues it.
 - ``gymjax eval`` / ``gymjax render``: a run directory's latest checkpoint,
   evaluated or rendered to a video.
+- ``gymjax crosscheck``: GAE and episode metrics computed by gymjax, SB3 and
+  the torch agent on one rollout; exits non-zero on a mismatch.
 - ``gymjax demo``: steps a vector env with random actions, prints throughput
   and writes a short video of one env.
 """
@@ -21,6 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 import gymjax  # noqa: F401  (registers the ids)
+from gymjax import crosscheck
 from gymjax.trainers.ppo import cli as ppo_cli
 
 
@@ -73,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gymjax", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     ppo_cli.add_commands(commands)
+    crosscheck.add_command(commands)
 
     p = commands.add_parser("demo", help="step a vector env, print throughput, write a video")
     p.add_argument("--env", default="JaxAnt-v0", help="registered id (default: %(default)s)")

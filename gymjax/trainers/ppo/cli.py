@@ -79,7 +79,7 @@ def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k in names}
 
 
-def _parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
+def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
     kwargs = {}
     for pair in pairs:
         if "=" not in pair:
@@ -126,7 +126,7 @@ def train_command(args: argparse.Namespace) -> int:
     else:
         if (run_dir / RUN_FILE).exists():
             raise SystemExit(f"{run_dir} already holds a run; pass --resume to continue it or pick another --run-dir")
-        env_id, env_kwargs = args.env, _parse_env_kwargs(args.env_kwargs)
+        env_id, env_kwargs = args.env, parse_env_kwargs(args.env_kwargs)
         metrics_format = args.metrics_format
         try:
             config = PPOConfig(**overrides)
