@@ -51,11 +51,12 @@ class Ant(MjxEnv):
         reset_noise_scale: float = 0.1,
         exclude_current_positions_from_observation: bool = True,
         include_cfrc_ext_in_observation: bool = True,
-        solver: str | tuple[int, int] = "accurate",
+        solver: str | tuple[int, int] | None = None,
+        backend: str = "mjx",
     ):
         camera = {"distance": 4.0, "trackbodyid": 1, "elevation": -20.0}
         camera.update(default_camera_config or {})
-        super().__init__(xml_file, frame_skip, solver=solver, camera=camera)
+        super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend)
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.contact_cost_weight = contact_cost_weight
