@@ -248,3 +248,21 @@ def test_multi_ant_takes_the_backend_through_ants_options():
     state = jax.jit(multi.step)(state, {a: jnp.zeros(s.shape) for a, s in multi.action_spaces.items()})
     assert multi.ant.backend == "mujoco" and isinstance(state.env_state, HostData)
     assert set(state.obs) == set(multi.agents) and np.isfinite(float(state.reward))
+
+
+def test_set_state_keeps_the_randomized_physics():
+    """Gymnasium's set_state under randomization: the env keeps its drawn params (no gravity here)."""
+
+    def no_gravity(params, key):
+        return params.replace(opt=params.opt.replace(gravity=params.opt.gravity * 0.0))
+
+    tilted = (np.array([0.0, 0.1]), np.zeros(2))
+    angles = {}
+    for name, fn in (("nominal", None), ("no gravity", no_gravity)):
+        env = gymnasium.make("JaxInvertedPendulum-v0", backend="mujoco", randomization_fn=fn).unwrapped
+        env.reset(seed=0)
+        env.set_state(*tilted)
+        obs, *_ = env.step(np.zeros(1, np.float32))
+        angles[name] = float(obs[1])
+    assert angles["no gravity"] == pytest.approx(0.1, abs=1e-6)  # nothing pulls the pole over
+    assert angles["nominal"] > 0.1 + 1e-4

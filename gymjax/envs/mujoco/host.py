@@ -70,11 +70,28 @@ def model_field_names(params: Any) -> list[str]:
     return [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in paths]
 
 
-def _model_array(model: mujoco.MjModel, name: str) -> np.ndarray | None:
+def _field_owner(model: mujoco.MjModel, name: str) -> tuple[Any, str]:
+    """``(object, attribute)`` holding field ``name`` of an MjModel (``opt.*`` in ``model.opt``)."""
     owner, _, field = name.rpartition(".")
-    target = model.opt if owner == "opt" else model if owner == "" else None
-    value = getattr(target, field, None) if target is not None else None
-    return value if isinstance(value, np.ndarray) else None
+    return {"": model, "opt": model.opt}.get(owner), field
+
+
+def _field_size(model: mujoco.MjModel, name: str) -> int | None:
+    """How many numbers MjModel's field ``name`` holds; None when it has no such field."""
+    owner, field = _field_owner(model, name)
+    value = getattr(owner, field, None) if owner is not None else None
+    if isinstance(value, np.ndarray):
+        return value.size
+    return 1 if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _write_field(model: mujoco.MjModel, name: str, value: np.ndarray) -> None:
+    owner, field = _field_owner(model, name)
+    target = getattr(owner, field)
+    if isinstance(target, np.ndarray):
+        target.reshape(-1)[:] = np.ravel(value)
+    else:
+        setattr(owner, field, type(target)(np.ravel(value)[0]))
 
 
 class HostPhysics:
@@ -105,8 +122,7 @@ class HostPhysics:
         self._models: list[mujoco.MjModel] = []
 
     def check_randomizable(self, name: str, shape: tuple[int, ...]) -> None:
-        array = _model_array(self.mj_model, name)
-        if array is None or array.size != int(np.prod(shape)):
+        if _field_size(self.mj_model, name) != int(np.prod(shape)):
             raise NotImplementedError(
                 f'the "mujoco" backend cannot randomize {name!r}: MjModel has no field of that '
                 'name and size (randomize MjModel fields such as body_mass, geom_friction, '
@@ -168,7 +184,7 @@ class HostPhysics:
             self._models.append(copy.copy(self.mj_model))
         for name, values in fields.items():
             for i in range(n):
-                _model_array(self._models[i], name).reshape(-1)[:] = np.ravel(values[i])
+                _write_field(self._models[i], name, values[i])
         return self._models[:n]
 
     def close(self) -> None:
