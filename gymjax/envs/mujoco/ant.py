@@ -1,10 +1,12 @@
-"""JaxAnt-v0: Gymnasium's Ant-v5 on MuJoCo MJX.
+"""JaxAnt-v0: Gymnasium's Ant-v5 on MuJoCo MJX, or on MuJoCo C with ``backend="mujoco"``.
 
 Source matched: ``gymnasium/envs/mujoco/ant_v5.py`` (Gymnasium 1.x), on the very
 ``ant.xml`` Gymnasium ships. Same constructor options, observation layout,
 reward terms, termination and ``info`` keys. Differences, all deliberate:
 
 - observations are float32 (Ant-v5 declares float64);
+- with ``backend="mujoco"`` the transitions are Ant-v5's own (same engine, same
+  float64 state), up to the float32 observations;
 - ``info`` has every key at reset too (zeros for the step-only ones), because a
   JAX pytree keeps one structure; the Gymnasium adapter reports them as Ant-v5 does.
 """

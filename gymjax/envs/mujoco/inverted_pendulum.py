@@ -1,4 +1,4 @@
-"""JaxInvertedPendulum-v0: Gymnasium's InvertedPendulum-v5 on MuJoCo MJX.
+"""JaxInvertedPendulum-v0: Gymnasium's InvertedPendulum-v5 on MuJoCo MJX (or MuJoCo C, ``backend="mujoco"``).
 
 Source matched: ``gymnasium/envs/mujoco/inverted_pendulum_v5.py``. The
 observation is ``[cart x, pole hinge angle, cart x_dot, hinge angular velocity]``,
