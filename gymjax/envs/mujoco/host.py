@@ -119,7 +119,8 @@ class HostPhysics:
             if self.nthread > 1
             else None
         )
-        self._models: list[mujoco.MjModel] = []
+        self._models: list[mujoco.MjModel] = []  # per-env copies, for randomized fields
+        self._written: set[str] = set()  # the fields the copies hold randomized values of
 
     def check_randomizable(self, name: str, shape: tuple[int, ...]) -> None:
         if _field_size(self.mj_model, name) != int(np.prod(shape)):
@@ -178,6 +179,13 @@ class HostPhysics:
         return state.view(np.uint32), qpos, qvel, xpos, cfrc
 
     def _randomized_models(self, n: int, fields: dict[str, np.ndarray]) -> list[mujoco.MjModel]:
+        # Fields an earlier call randomized and this one does not go back to nominal
+        # (a training and an evaluation env may share this object).
+        for name in self._written - fields.keys():
+            nominal = np.asarray(getattr(*_field_owner(self.mj_model, name)))
+            for model in self._models:
+                _write_field(model, name, nominal)
+        self._written = set(fields)
         if not fields:
             return []
         while len(self._models) < n:
