@@ -269,8 +269,10 @@ class HostBackend:
         names = tuple(fields)
 
         def host(n, first, second, *values):
-            run = getattr(self.physics, method)
-            return run(first.reshape(n, -1), second.reshape(n, -1), self._fields(n, names, values))
+            # Copies: MuJoCo reads arrays that view XLA's buffers at half speed
+            # (measured: 256 Ant steps took 2x as long); a copy costs microseconds.
+            first, second = np.array(first).reshape(n, -1), np.array(second).reshape(n, -1)
+            return getattr(self.physics, method)(first, second, self._fields(n, names, values))
 
         def call(first, second, *values):
             return _batched_callback(host, self.shapes, first, second, *values)
@@ -278,7 +280,7 @@ class HostBackend:
         return _no_gradient(call)(first, second, *fields.values())
 
     def _fields(self, n: int, names: tuple[str, ...], values) -> dict[str, np.ndarray]:
-        return {name: np.reshape(v, (n, -1)) for name, v in zip(names, values)}
+        return {name: np.array(v).reshape(n, -1) for name, v in zip(names, values)}
 
     def check_fields(self, fields: dict[str, jax.Array]) -> None:
         for name, value in fields.items():
