@@ -50,8 +50,8 @@ def _time(step_once, steps: int, repeats: int) -> list[float]:
     return out
 
 
-def raw_step(n: int, solver: str, steps: int, repeats: int) -> dict:
-    env = gymjax.make("JaxAnt-v0", solver=solver)
+def raw_step(n: int, solver: str | None, steps: int, repeats: int, **env_kwargs) -> dict:
+    env = gymjax.make("JaxAnt-v0", solver=solver, **env_kwargs)
     step = jax.jit(jax.vmap(env.step))
     state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
     actions = jax.random.uniform(jax.random.PRNGKey(1), (n, 8), minval=-1, maxval=1)
@@ -67,8 +67,8 @@ def raw_step(n: int, solver: str, steps: int, repeats: int) -> dict:
     return {"compile_s": compile_s, "s_per_step": _time(once, steps, repeats)}
 
 
-def vector_env(n: int, solver: str, steps: int, repeats: int) -> dict:
-    env = gymnasium.make_vec("JaxAnt-v0", num_envs=n, solver=solver)
+def vector_env(n: int, solver: str | None, steps: int, repeats: int, **env_kwargs) -> dict:
+    env = gymnasium.make_vec("JaxAnt-v0", num_envs=n, solver=solver, **env_kwargs)
     env.reset(seed=0)
     actions = np.random.default_rng(0).uniform(-1, 1, (n, 8)).astype(np.float32)
     start = time.perf_counter()

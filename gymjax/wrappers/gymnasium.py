@@ -208,14 +208,20 @@ class GymnasiumEnv(gymnasium.Env):
                 f"got {qpos.shape} and {qvel.shape}"
             )
         if self._reset_to is None:
-            self._reset_to = jax.jit(base.reset_to)
-        params = None
+            self._reset_to = jax.jit(self._reset_to_randomized)
+        randomized = None
         if isinstance(self.jax_env, DomainRandomization) and self.state is not None:
-            params = self.jax_env.params(self.state.info["randomized_params"])
-        state = self._reset_to(qpos, qvel, params)
-        if params is not None:
-            state = state.replace(info={**state.info, "randomized_params": self.state.info["randomized_params"]})
+            randomized = self.state.info["randomized_params"]
+        state = self._reset_to(qpos, qvel, randomized)
+        if randomized is not None:
+            state = state.replace(info={**state.info, "randomized_params": randomized})
         self.state = state
+
+    def _reset_to_randomized(self, qpos, qvel, randomized):
+        # The params are built inside the trace, from the default leaves, so the
+        # "mujoco" backend can tell the randomized fields from the others.
+        params = None if randomized is None else self.jax_env.params(randomized)
+        return self.jax_env.unwrapped.reset_to(qpos, qvel, params)
 
     def render(self):
         if not _ready_to_render(self.render_mode, self.state):

@@ -1,8 +1,20 @@
-"""Envs simulated by MuJoCo MJX."""
+"""Envs simulated by MuJoCo: MJX, or MuJoCo C from inside jit (``backend="mujoco"``)."""
 
 from gymjax.envs.mujoco.ant import Ant
-from gymjax.envs.mujoco.base import SOLVER_PRESETS, MjxEnv
+from gymjax.envs.mujoco.base import BACKENDS, SOLVER_PRESETS, MjxEnv
+from gymjax.envs.mujoco.host import HostData, NotDifferentiableError
 from gymjax.envs.mujoco.inverted_pendulum import InvertedPendulum
 from gymjax.envs.mujoco.multi_ant import AGENT_CONFS, MultiAnt, MultiState
 
-__all__ = ["AGENT_CONFS", "Ant", "InvertedPendulum", "MjxEnv", "MultiAnt", "MultiState", "SOLVER_PRESETS"]
+__all__ = [
+    "AGENT_CONFS",
+    "Ant",
+    "BACKENDS",
+    "HostData",
+    "InvertedPendulum",
+    "MjxEnv",
+    "MultiAnt",
+    "MultiState",
+    "NotDifferentiableError",
+    "SOLVER_PRESETS",
+]

@@ -1,10 +1,12 @@
-"""JaxAnt-v0: Gymnasium's Ant-v5 on MuJoCo MJX.
+"""JaxAnt-v0: Gymnasium's Ant-v5 on MuJoCo MJX, or on MuJoCo C with ``backend="mujoco"``.
 
 Source matched: ``gymnasium/envs/mujoco/ant_v5.py`` (Gymnasium 1.x), on the very
 ``ant.xml`` Gymnasium ships. Same constructor options, observation layout,
 reward terms, termination and ``info`` keys. Differences, all deliberate:
 
 - observations are float32 (Ant-v5 declares float64);
+- with ``backend="mujoco"`` the transitions are Ant-v5's own (same engine, same
+  float64 state), up to the float32 observations;
 - ``info`` has every key at reset too (zeros for the step-only ones), because a
   JAX pytree keeps one structure; the Gymnasium adapter reports them as Ant-v5 does.
 """
@@ -51,11 +53,12 @@ class Ant(MjxEnv):
         reset_noise_scale: float = 0.1,
         exclude_current_positions_from_observation: bool = True,
         include_cfrc_ext_in_observation: bool = True,
-        solver: str | tuple[int, int] = "accurate",
+        solver: str | tuple[int, int] | None = None,
+        backend: str = "mjx",
     ):
         camera = {"distance": 4.0, "trackbodyid": 1, "elevation": -20.0}
         camera.update(default_camera_config or {})
-        super().__init__(xml_file, frame_skip, solver=solver, camera=camera)
+        super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend)
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.contact_cost_weight = contact_cost_weight

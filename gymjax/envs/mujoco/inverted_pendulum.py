@@ -1,4 +1,4 @@
-"""JaxInvertedPendulum-v0: Gymnasium's InvertedPendulum-v5 on MuJoCo MJX.
+"""JaxInvertedPendulum-v0: Gymnasium's InvertedPendulum-v5 on MuJoCo MJX (or MuJoCo C, ``backend="mujoco"``).
 
 Source matched: ``gymnasium/envs/mujoco/inverted_pendulum_v5.py``. The
 observation is ``[cart x, pole hinge angle, cart x_dot, hinge angular velocity]``,
@@ -27,10 +27,11 @@ class InvertedPendulum(MjxEnv):
         xml_file: str = "inverted_pendulum.xml",
         frame_skip: int = 2,
         reset_noise_scale: float = 0.01,
-        solver: str | tuple[int, int] = "accurate",
+        solver: str | tuple[int, int] | None = None,
+        backend: str = "mjx",
     ):
         camera = {"trackbodyid": 0, "distance": 2.04}
-        super().__init__(xml_file, frame_skip, solver=solver, camera=camera)
+        super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend)
         self.reset_noise_scale = reset_noise_scale
         m = self.mj_model
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (m.nq + m.nv,), np.float32)

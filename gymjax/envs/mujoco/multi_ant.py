@@ -154,7 +154,7 @@ class MultiAnt(Env[mjx.Model]):
             pairs) or ``"4x2"`` (one leg each).
         agent_obsk: how many hops of neighbouring joints each agent observes.
         **ant_kwargs: :class:`~gymjax.envs.mujoco.Ant`'s options (``solver``,
-            ``ctrl_cost_weight``, ...).
+            ``backend``, ``ctrl_cost_weight``, ...).
 
     ``reset(key) -> MultiState`` and ``step(state, actions)`` where ``actions`` is
     a dict ``agent -> [n_actions(agent)]``; ``state.obs`` is a dict ``agent ->

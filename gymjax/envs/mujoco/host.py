@@ -1,0 +1,296 @@
+"""The ``"mujoco"`` backend: MuJoCo's C engine, called from inside ``jit``.
+
+``reset`` and ``step`` stay pure JAX functions: the physics is one
+``jax.pure_callback`` with ``vmap_method="broadcast_all"``, so a vmapped batch of
+``N`` envs is *one* host call over ``[N, ...]`` arrays, which steps the envs on a
+persistent thread pool (one ``MjData`` per thread; MuJoCo releases the GIL while
+it steps). Everything around the callback (observation, reward, auto-reset,
+the PPO epoch's ``lax.scan``) still compiles.
+
+Why not ``mujoco.rollout``: it returns state vectors and sensors only, while
+Ant-v5 reads ``cfrc_ext`` (filled by ``mj_rnePostConstraint`` after the last
+substep) and the torso ``xpos`` that ``mj_step`` leaves behind (those of the
+last RK4 stage). Matching them needs the ``MjData`` right after the step, so
+the threads here run Gymnasium's own ``do_simulation`` sequence per env.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import os
+import threading
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from flax import struct
+
+# What an env's physics state holds between steps: Gymnasium keeps all of it in
+# its MjData. The warm start makes the solver's first guess the same as there.
+STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS | mujoco.mjtState.mjSTATE_WARMSTART
+
+
+@struct.dataclass
+class HostData:
+    """Physics state of the ``"mujoco"`` backend, read like an ``mjx.Data``.
+
+    Attributes:
+        state: uint32 ``[2 * nstate]``, the float64 bits of ``mj_getState(STATE_SPEC)``.
+            JAX keeps float32 by default; carrying the bits keeps the C
+            trajectory exactly MuJoCo's, step after step.
+        qpos: float32 ``[nq]``; qvel: float32 ``[nv]``.
+        xpos: float32 ``[nbody, 3]``, as ``mj_step`` leaves it (last substep's
+            last RK4 stage), which Ant-v5 differences for its velocity.
+        cfrc_ext: float32 ``[nbody, 6]``, from ``mj_rnePostConstraint`` after the step.
+    """
+
+    state: jax.Array
+    qpos: jax.Array
+    qvel: jax.Array
+    xpos: jax.Array
+    cfrc_ext: jax.Array
+
+
+class NotDifferentiableError(TypeError):
+    """Raised when a gradient is taken through the ``"mujoco"`` backend."""
+
+
+NOT_DIFFERENTIABLE = (
+    'the "mujoco" backend is not differentiable: MuJoCo C steps outside JAX. '
+    'Use backend="mjx" to take gradients through reset/step.'
+)
+
+
+def model_field_names(params: Any) -> list[str]:
+    """Dotted names of an ``mjx.Model``'s leaves (``"body_mass"``, ``"opt.gravity"``)."""
+    paths, _ = jax.tree_util.tree_flatten_with_path(params)
+    return [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in paths]
+
+
+def _field_owner(model: mujoco.MjModel, name: str) -> tuple[Any, str]:
+    """``(object, attribute)`` holding field ``name`` of an MjModel (``opt.*`` in ``model.opt``)."""
+    owner, _, field = name.rpartition(".")
+    return {"": model, "opt": model.opt}.get(owner), field
+
+
+def _field_size(model: mujoco.MjModel, name: str) -> int | None:
+    """How many numbers MjModel's field ``name`` holds; None when it has no such field."""
+    owner, field = _field_owner(model, name)
+    value = getattr(owner, field, None) if owner is not None else None
+    if isinstance(value, np.ndarray):
+        return value.size
+    return 1 if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _write_field(model: mujoco.MjModel, name: str, value: np.ndarray) -> None:
+    owner, field = _field_owner(model, name)
+    target = getattr(owner, field)
+    if isinstance(target, np.ndarray):
+        target.reshape(-1)[:] = np.ravel(value)
+    else:
+        setattr(owner, field, type(target)(np.ravel(value)[0]))
+
+
+class HostPhysics:
+    """Steps batches of envs of one ``MjModel`` with MuJoCo C on ``nthread`` threads.
+
+    Args:
+        mj_model: the model, solver settings included.
+        frame_skip: ``mj_step`` substeps per env step.
+        nthread: threads (the caller's included); default: all CPUs.
+
+    Randomized model fields arrive as ``{name: [N, ...]}`` and are written into
+    per-env ``MjModel`` copies; only the fields of an ``mjx.Model`` that
+    ``MjModel`` has under the same name can be randomized.
+    """
+
+    def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
+        self.mj_model = mj_model
+        self.frame_skip = frame_skip
+        self.nthread = max(1, nthread or os.cpu_count() or 1)
+        self.nstate = mujoco.mj_stateSize(mj_model, STATE_SPEC)
+        self._lock = threading.Lock()  # the MjData are shared by concurrent callbacks
+        self._data = [mujoco.MjData(mj_model) for _ in range(self.nthread)]
+        self._pool = (
+            concurrent.futures.ThreadPoolExecutor(self.nthread - 1, thread_name_prefix="gymjax-mujoco")
+            if self.nthread > 1
+            else None
+        )
+        self._models: list[mujoco.MjModel] = []  # per-env copies, for randomized fields
+        self._written: set[str] = set()  # the fields the copies hold randomized values of
+
+    def check_randomizable(self, name: str, shape: tuple[int, ...]) -> None:
+        if _field_size(self.mj_model, name) != int(np.prod(shape)):
+            raise NotImplementedError(
+                f'the "mujoco" backend cannot randomize {name!r}: MjModel has no field of that '
+                'name and size (randomize MjModel fields such as body_mass, geom_friction, '
+                'dof_damping, actuator_gainprm, opt.gravity, or use backend="mjx")'
+            )
+
+    # One call over the whole batch: arrays are [N, ...].
+
+    def init(self, qpos: np.ndarray, qvel: np.ndarray, fields: dict[str, np.ndarray]):
+        """Gymnasium's reset + ``set_state``: reset the data, write qpos/qvel, forward."""
+
+        def one(model, data, i):
+            mujoco.mj_resetData(model, data)
+            data.qpos[:], data.qvel[:] = qpos[i], qvel[i]
+            mujoco.mj_forward(model, data)
+
+        return self._run(len(qpos), fields, one)
+
+    def step(self, state: np.ndarray, ctrl: np.ndarray, fields: dict[str, np.ndarray]):
+        """Gymnasium's ``do_simulation``: ``frame_skip`` ``mj_step`` s, then ``rnePostConstraint``."""
+        full = np.ascontiguousarray(state).view(np.float64)
+
+        def one(model, data, i):
+            mujoco.mj_setState(model, data, full[i], STATE_SPEC)
+            data.ctrl[:] = ctrl[i]
+            mujoco.mj_step(model, data, nstep=self.frame_skip)
+            mujoco.mj_rnePostConstraint(model, data)
+
+        return self._run(len(ctrl), fields, one)
+
+    def _run(self, n: int, fields: dict[str, np.ndarray], one):
+        m = self.mj_model
+        state = np.empty((n, self.nstate), np.float64)
+        qpos = np.empty((n, m.nq), np.float32)
+        qvel = np.empty((n, m.nv), np.float32)
+        xpos = np.empty((n, m.nbody, 3), np.float32)
+        cfrc = np.empty((n, m.nbody, 6), np.float32)
+
+        def chunk(indices, data):
+            for i in indices:
+                model = models[i] if models else m
+                one(model, data, i)
+                mujoco.mj_getState(model, data, state[i], STATE_SPEC)
+                qpos[i], qvel[i], xpos[i], cfrc[i] = data.qpos, data.qvel, data.xpos, data.cfrc_ext
+
+        with self._lock:
+            models = self._randomized_models(n, fields)
+            chunks = np.array_split(np.arange(n), min(self.nthread, n))
+            futures = [self._pool.submit(chunk, c, d) for c, d in zip(chunks[1:], self._data[1:])]
+            chunk(chunks[0], self._data[0])
+            for future in futures:
+                future.result()
+        return state.view(np.uint32), qpos, qvel, xpos, cfrc
+
+    def _randomized_models(self, n: int, fields: dict[str, np.ndarray]) -> list[mujoco.MjModel]:
+        # Fields an earlier call randomized and this one does not go back to nominal
+        # (a training and an evaluation env may share this object).
+        for name in self._written - fields.keys():
+            nominal = np.asarray(getattr(*_field_owner(self.mj_model, name)))
+            for model in self._models:
+                _write_field(model, name, nominal)
+        self._written = set(fields)
+        if not fields:
+            return []
+        while len(self._models) < n:
+            self._models.append(copy.copy(self.mj_model))
+        for name, values in fields.items():
+            for i in range(n):
+                _write_field(self._models[i], name, values[i])
+        return self._models[:n]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _batched_callback(host_fn, shapes: HostData, *args):
+    """One ``pure_callback`` over however many vmapped axes; the host sees ``[N, ...]``.
+
+    ``args[0]`` is one-dimensional for one env, so its leading axes are the batch's.
+    """
+
+    def flat(*arrays):
+        batch = arrays[0].shape[:-1]
+        n = int(np.prod(batch, dtype=np.int64))
+        outs = host_fn(n, *arrays)
+        return tuple(o.reshape(*batch, *o.shape[1:]) for o in outs)
+
+    out_shapes = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in jax.tree.leaves(shapes))
+    leaves = jax.pure_callback(flat, out_shapes, *args, vmap_method="broadcast_all")
+    return jax.tree.unflatten(jax.tree.structure(shapes), leaves)
+
+
+def _no_gradient(fn):
+    """``fn`` with a JVP rule that raises :class:`NotDifferentiableError`.
+
+    ``pure_callback`` has no JVP rule; JAX's own error would not say what to do.
+    """
+    wrapped = jax.custom_jvp(fn)
+
+    @wrapped.defjvp
+    def _jvp(primals, tangents):
+        raise NotDifferentiableError(NOT_DIFFERENTIABLE)
+
+    return wrapped
+
+
+class HostBackend:
+    """The JAX side of :class:`HostPhysics` for one env: builds and reads :class:`HostData`."""
+
+    def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
+        self.mj_model = mj_model
+        self.frame_skip = frame_skip
+        self.nthread = nthread
+        self._physics: HostPhysics | None = None  # started on first use, never pickled
+        m = mj_model
+        nstate = mujoco.mj_stateSize(m, STATE_SPEC)
+        f32 = jnp.float32
+        self.shapes = HostData(
+            state=jax.ShapeDtypeStruct((2 * nstate,), jnp.uint32),
+            qpos=jax.ShapeDtypeStruct((m.nq,), f32),
+            qvel=jax.ShapeDtypeStruct((m.nv,), f32),
+            xpos=jax.ShapeDtypeStruct((m.nbody, 3), f32),
+            cfrc_ext=jax.ShapeDtypeStruct((m.nbody, 6), f32),
+        )
+
+    @property
+    def physics(self) -> HostPhysics:
+        if self._physics is None:
+            self._physics = HostPhysics(self.mj_model, self.frame_skip, self.nthread)
+        return self._physics
+
+    def init(self, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
+        """:meth:`HostPhysics.init` for one env (or a vmapped batch)."""
+        return self._call("init", jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), fields)
+
+    def step(self, data: HostData, ctrl, fields: dict[str, jax.Array]) -> HostData:
+        """:meth:`HostPhysics.step` for one env (or a vmapped batch)."""
+        return self._call("step", data.state, jnp.asarray(ctrl, jnp.float32), fields)
+
+    def _call(self, method: str, first: jax.Array, second: jax.Array, fields: dict[str, jax.Array]):
+        names = tuple(fields)
+
+        def host(n, first, second, *values):
+            # Copies: MuJoCo reads arrays that view XLA's buffers at half speed
+            # (measured: 256 Ant steps took 2x as long); a copy costs microseconds.
+            first, second = np.array(first).reshape(n, -1), np.array(second).reshape(n, -1)
+            return getattr(self.physics, method)(first, second, self._fields(n, names, values))
+
+        def call(first, second, *values):
+            return _batched_callback(host, self.shapes, first, second, *values)
+
+        return _no_gradient(call)(first, second, *fields.values())
+
+    def _fields(self, n: int, names: tuple[str, ...], values) -> dict[str, np.ndarray]:
+        return {name: np.array(v).reshape(n, -1) for name, v in zip(names, values)}
+
+    def check_fields(self, fields: dict[str, jax.Array]) -> None:
+        for name, value in fields.items():
+            self.physics.check_randomizable(name, np.shape(value))
+
+    def close(self) -> None:
+        if self._physics is not None:
+            self._physics.close()
+            self._physics = None
+
+    def __getstate__(self):
+        # Threads cannot be pickled or deep-copied; a copy starts its own.
+        return {**self.__dict__, "_physics": None}
