@@ -73,12 +73,7 @@ class CSVLogger(Hook):
         row.update({k: _number(v) for k, v in metrics.items()})
         self.rows.append(row)
         columns = list(dict.fromkeys(k for r in self.rows for k in r))
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        with tmp.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(self.rows)
-        os.replace(tmp, self.path)
+        _replace_text(self.path, _csv_text(columns, self.rows))
 
 
 class TensorBoardLogger(Hook):
@@ -119,16 +114,25 @@ def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
             reader = csv.DictReader(f)
             columns, rows = reader.fieldnames or [], list(reader)
         kept = [r for r in rows if int(r["env_steps"]) <= env_steps]
-        dropped = len(rows) - len(kept)
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(kept)
-        text = buffer.getvalue()
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+        text, dropped = _csv_text(columns, kept), len(rows) - len(kept)
+    _replace_text(path, text)
     return dropped
+
+
+def _csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _replace_text(path: pathlib.Path, text: str) -> None:
+    """Writes ``path`` through a temporary file and an atomic rename: never half-written."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", newline="") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def _finite_or_none(value: float | int) -> float | int | None:
