@@ -285,12 +285,13 @@ class AutoReset(Wrapper):
         return state.replace(info=info)
 
 
-def _single_env_stack(
+def single_env_stack(
     env: Env,
     episode_length: int,
     action_repeat: int,
     randomization_fn: RandomizationFn | None,
 ) -> Env:
+    """One unbatched env with randomization, action repeat and a time limit of ``episode_length`` agent steps."""
     if randomization_fn is not None:
         env = DomainRandomization(env, randomization_fn)
     if action_repeat != 1:
@@ -314,7 +315,7 @@ def wrap_for_training(
     episode_length = episode_length or env.max_episode_steps
     if episode_length is None:
         raise ValueError(f"{env!r} has no max_episode_steps; pass episode_length")
-    return AutoReset(VmapWrapper(_single_env_stack(env, episode_length, action_repeat, randomization_fn)))
+    return AutoReset(VmapWrapper(single_env_stack(env, episode_length, action_repeat, randomization_fn)))
 
 
 def make_eval_env(
@@ -345,4 +346,4 @@ def make_eval_env(
     if episode_length is None:
         raise ValueError(f"{base!r} has no max_episode_steps; pass episode_length")
     fn = randomization_fn if randomize_eval else None
-    return VmapWrapper(_single_env_stack(base, episode_length, action_repeat, fn))
+    return VmapWrapper(single_env_stack(base, episode_length, action_repeat, fn))

@@ -23,7 +23,7 @@ from gymjax.trainers.checkpoint import read_meta
 from gymjax.trainers.loggers import ConsoleLogger, CSVLogger, JSONLLogger, TensorBoardLogger, drop_rows_after
 from gymjax.trainers.ppo import PPOConfig, load_policy, train
 from gymjax.trainers.ppo.acting import evaluate
-from gymjax.wrappers.training import ActionRepeat, EpisodeWrapper, VmapWrapper
+from gymjax.wrappers.training import VmapWrapper, single_env_stack
 
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints"
@@ -107,9 +107,7 @@ def _time_limited(env_id: str, env_kwargs: dict[str, Any], config: PPOConfig):
     env = envs.make(env_id, **env_kwargs)
     episode_length = config.episode_length or env.max_episode_steps
     agent_steps = -(-episode_length // config.action_repeat)
-    if config.action_repeat > 1:
-        env = ActionRepeat(env, config.action_repeat)
-    return EpisodeWrapper(env, agent_steps), agent_steps
+    return single_env_stack(env, agent_steps, config.action_repeat, None), agent_steps
 
 
 def train_command(args: argparse.Namespace) -> int:
