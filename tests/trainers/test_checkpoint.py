@@ -61,6 +61,21 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path, uninterrupted):
     assert saved_steps(tmp_path) == [1, 2, 3, 4]
 
 
+def test_resume_is_exact_with_reward_normalization_and_a_normal_policy(tmp_path):
+    """The reward normalizer's per-env returns and statistics, and the policy's log std, are
+    checkpointed: without them the resumed run would drift from the uninterrupted one."""
+    config = TINY.replace(normalize_rewards=True, policy_distribution="normal")
+    env = "JaxPendulum-v0"  # 200-step episodes: returns are mid-episode at every save
+    _, expected, _ = train(config, env, progress_bar=False)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, env, hooks=[StopAfter(2)], checkpoint_dir=tmp_path, progress_bar=False)
+    saved = ckpt.restore(tmp_path / "2", *PPOTrainer(config, env).checkpoint_targets(1))
+    assert np.any(np.asarray(saved.state["reward_norm"].returns) != 0)
+    _, params, _ = train(config, env, checkpoint_dir=tmp_path, restore_checkpoint_path=tmp_path, progress_bar=False)
+    assert leaves_equal(params, expected)
+    assert "log_std" in params.policy["params"]
+
+
 def test_checkpoint_holds_optimizer_and_normalizer_state(tmp_path):
     train(TINY.replace(num_evals=1, num_timesteps=8 * 16), ENV, checkpoint_dir=tmp_path, progress_bar=False)
     trainer = PPOTrainer(TINY, ENV)

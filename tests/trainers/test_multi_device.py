@@ -16,19 +16,21 @@ SCRIPT = textwrap.dedent(
     from ppo_configs import TINY
     from gymjax.trainers.ppo import PPOTrainer
 
-    trainer = PPOTrainer(TINY, "JaxCartPole-v0")
+    # reward normalization on: its return statistics must be pooled over devices too
+    trainer = PPOTrainer(TINY.replace(normalize_rewards=True), "JaxCartPole-v0")
     run = trainer.init()
     for _ in range(3):
         metrics = trainer.run_epoch(run)
     state = jax.device_get(run.state)
-    leaves = jax.tree.leaves(state.params)
+    leaves = jax.tree.leaves((state.params, state.reward_norm.stats))
     print(json.dumps({
         "devices": len(jax.local_devices()),
         "shards": int(state.env_state.obs.shape[0]),
         "envs_per_device": int(state.env_state.obs.shape[1]),
-        # the two replicas of every parameter, and of the observation statistics
+        # the two replicas of every parameter, and of the observation and return statistics
         "replicas_equal": all(np.array_equal(x[0], x[1]) for x in leaves),
-        "moved": not np.allclose(np.asarray(state.params.normalizer.mean[0]), 0.0),
+        "moved": not np.allclose(np.asarray(state.params.normalizer.mean[0]), 0.0)
+        and float(state.reward_norm.stats.count[0]) > 1,
         "keys_differ": not np.array_equal(state.key[0], state.key[1]),
         "envs_differ": not np.allclose(state.env_state.obs[0], state.env_state.obs[1]),
         "loss": metrics["losses/total"],

@@ -16,7 +16,7 @@ class Transition:
 
     Attributes:
         obs: float32 ``[B, obs_dim]``, the observation acted on.
-        raw_action: ``[B, ...]``, the policy's sample (pre-tanh for Box).
+        raw_action: ``[B, ...]``, the policy's sample (before tanh or clipping, for Box).
         log_prob: float32 ``[B]``.
         reward: float32 ``[B]``, unscaled.
         terminated, truncated: bool ``[B]``.

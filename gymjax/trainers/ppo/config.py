@@ -20,6 +20,7 @@ def _field(default: Any, help: str, **kwargs) -> Any:
 
 ACTIVATIONS = ("tanh", "relu", "swish", "elu")
 LR_SCHEDULES = ("constant", "linear")
+DISTRIBUTIONS = ("tanh_normal", "normal")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,11 @@ class PPOConfig:
         "standard", "standard: bootstrap timeouts from the final obs (SB3); brax: Brax's masked GAE"
     )
     reward_scaling: float = _field(1.0, "rewards are multiplied by this before GAE")
+    normalize_rewards: bool = _field(
+        False,
+        "divide rewards by the running std of each env's discounted return, clipped to +-10 "
+        "(SB3's VecNormalize, CleanRL's NormalizeReward)",
+    )
     # -- env ------------------------------------------------------------------
     normalize_observations: bool = _field(True, "running mean/std observation normalization")
     action_repeat: int = _field(1, "env steps per agent step")
@@ -65,6 +71,12 @@ class PPOConfig:
     policy_hidden_sizes: tuple[int, ...] = _field((64, 64), "policy MLP hidden layer sizes")
     value_hidden_sizes: tuple[int, ...] = _field((64, 64), "value MLP hidden layer sizes")
     activation: Literal["tanh", "relu", "swish", "elu"] = _field("tanh", "hidden activation")
+    policy_distribution: Literal["tanh_normal", "normal"] = _field(
+        "tanh_normal",
+        "Box actions: tanh_normal (a tanh-squashed normal scaled to the bounds, as Brax) | normal "
+        "(a normal with a state-independent log std, its sample clipped to the bounds, as SB3 and CleanRL)",
+    )
+    log_std_init: float = _field(0.0, "initial log std of the normal policy (policy_distribution=normal)")
     # -- evaluation and logging -----------------------------------------------
     num_evals: int = _field(10, "evaluations over the run (0: none); the last one is at the end")
     num_eval_envs: int = _field(16, "envs (one episode each) per evaluation")
@@ -89,6 +101,8 @@ class PPOConfig:
             raise ValueError(f"gae_mode must be one of {GAE_MODES}, got {self.gae_mode!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.policy_distribution not in DISTRIBUTIONS:
+            raise ValueError(f"policy_distribution must be one of {DISTRIBUTIONS}, got {self.policy_distribution!r}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if (self.num_envs * self.unroll_length) % self.num_minibatches:

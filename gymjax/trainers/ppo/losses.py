@@ -16,7 +16,7 @@ class Minibatch:
 
     Attributes:
         obs: float32 ``[M, obs_dim]``, raw (unnormalized) observations acted on.
-        raw_action: ``[M, ...]`` the distribution's sample (pre-tanh for Box).
+        raw_action: ``[M, ...]`` the distribution's sample (before tanh or clipping, for Box).
         log_prob: float32 ``[M]``, log-probability under the acting policy.
         advantages: float32 ``[M]``.
         returns: float32 ``[M]``, value targets.

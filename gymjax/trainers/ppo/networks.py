@@ -67,16 +67,28 @@ class MLP(nn.Module):
         return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(self.out_scale))(x)
 
 
+class GaussianPolicy(nn.Module):
+    """An MLP for the mean and one learned log std per action dimension, independent of the state
+    (SB3's and CleanRL's continuous policy). Outputs ``[mean, log_std]`` like the other heads."""
+
+    hidden_sizes: Sequence[int]
+    action_size: int
+    activation: str = "tanh"
+    log_std_init: float = 0.0
+
+    @nn.compact
+    def __call__(self, x):
+        mean = MLP(self.hidden_sizes, self.action_size, self.activation, out_scale=0.01)(x)
+        log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_size,))
+        return jnp.concatenate([mean, jnp.broadcast_to(log_std, mean.shape)], axis=-1)
+
+
 # -- action distributions ----------------------------------------------------------
 
 
-class TanhNormal:
-    """A diagonal normal squashed by tanh, then scaled to the Box's bounds.
-
-    The network outputs ``[loc, raw_scale]``; ``scale = softplus(raw_scale) + 1e-3``
-    (as in Brax). Log-probabilities are taken of the *pre-tanh* sample, which is
-    what the rollout stores, with the tanh change-of-variables correction.
-    """
+class _DiagonalNormal:
+    """A diagonal normal over a Box's flattened dimensions; the network outputs ``[loc, <scale>]``
+    and ``_split`` maps them to ``(loc, std)``."""
 
     def __init__(self, space: gymnasium.spaces.Box):
         self.size = int(np.prod(space.shape))
@@ -86,8 +98,7 @@ class TanhNormal:
         self.shape = space.shape
 
     def _split(self, logits):
-        loc, raw_scale = jnp.split(logits, 2, axis=-1)
-        return loc, jax.nn.softplus(raw_scale) + 1e-3
+        raise NotImplementedError
 
     def sample(self, logits, key):
         loc, scale = self._split(logits)
@@ -97,15 +108,34 @@ class TanhNormal:
         return self._split(logits)[0]
 
     def log_prob(self, logits, raw):
-        loc, scale = self._split(logits)
-        normal = -0.5 * jnp.square((raw - loc) / scale) - jnp.log(scale) - 0.5 * jnp.log(2 * jnp.pi)
-        return jnp.sum(normal - self._log_det_jacobian(raw), axis=-1)
+        loc, std = self._split(logits)
+        normal = -0.5 * jnp.square((raw - loc) / std) - jnp.log(std) - 0.5 * jnp.log(2 * jnp.pi)
+        return jnp.sum(normal, axis=-1)
+
+    def entropy(self, logits, key):
+        del key
+        _, std = self._split(logits)
+        return jnp.sum(0.5 + 0.5 * jnp.log(2 * jnp.pi) + jnp.log(std), axis=-1)
+
+
+class TanhNormal(_DiagonalNormal):
+    """A diagonal normal squashed by tanh, then scaled to the Box's bounds.
+
+    The network outputs ``[loc, raw_scale]``; ``scale = softplus(raw_scale) + 1e-3``
+    (as in Brax). Log-probabilities are taken of the *pre-tanh* sample, which is
+    what the rollout stores, with the tanh change-of-variables correction.
+    """
+
+    def _split(self, logits):
+        loc, raw_scale = jnp.split(logits, 2, axis=-1)
+        return loc, jax.nn.softplus(raw_scale) + 1e-3
+
+    def log_prob(self, logits, raw):
+        return super().log_prob(logits, raw) - jnp.sum(self._log_det_jacobian(raw), axis=-1)
 
     def entropy(self, logits, key):
         """Normal entropy plus the tanh correction at one sample (Brax's estimate)."""
-        loc, scale = self._split(logits)
-        normal = jnp.sum(0.5 + 0.5 * jnp.log(2 * jnp.pi) + jnp.log(scale), axis=-1)
-        return normal + jnp.sum(self._log_det_jacobian(self.sample(logits, key)), axis=-1)
+        return super().entropy(logits, key) + jnp.sum(self._log_det_jacobian(self.sample(logits, key)), axis=-1)
 
     @staticmethod
     def _log_det_jacobian(raw):
@@ -116,6 +146,21 @@ class TanhNormal:
         unit = jnp.tanh(raw)
         action = self.low + (unit + 1.0) * 0.5 * (self.high - self.low)
         return action.reshape(raw.shape[:-1] + self.shape)
+
+
+class ClippedNormal(_DiagonalNormal):
+    """A diagonal normal; the env gets the sample clipped to the Box's bounds (SB3, CleanRL).
+
+    The network outputs ``[loc, log_std]``. Log-probabilities and the entropy are the
+    unclipped normal's, as in SB3: the clipping happens outside the distribution.
+    """
+
+    def _split(self, logits):
+        loc, log_std = jnp.split(logits, 2, axis=-1)
+        return loc, jnp.exp(log_std)
+
+    def to_env(self, raw):
+        return jnp.clip(raw, self.low, self.high).reshape(raw.shape[:-1] + self.shape)
 
 
 class Categorical:
@@ -144,11 +189,15 @@ class Categorical:
         return raw + self.start
 
 
-def make_distribution(space: gymnasium.spaces.Space) -> TanhNormal | Categorical:
+Distribution = TanhNormal | ClippedNormal | Categorical
+
+
+def make_distribution(space: gymnasium.spaces.Space, kind: str = "tanh_normal") -> Distribution:
+    """The action distribution for ``space``; ``kind`` (``"tanh_normal"`` or ``"normal"``) picks it for a Box."""
     if isinstance(space, gymnasium.spaces.Box):
         if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
-            raise ValueError(f"PPO's tanh-normal policy needs a bounded Box action space, got {space}")
-        return TanhNormal(space)
+            raise ValueError(f"PPO's policies clip or squash to the bounds: they need a bounded Box, got {space}")
+        return TanhNormal(space) if kind == "tanh_normal" else ClippedNormal(space)
     if isinstance(space, gymnasium.spaces.Discrete):
         return Categorical(space)
     raise TypeError(f"PPO supports Box and Discrete action spaces, got {space}")
@@ -161,9 +210,9 @@ def make_distribution(space: gymnasium.spaces.Space) -> TanhNormal | Categorical
 class PPONetworks:
     """The policy and value modules, the action distribution, and ``make_policy``."""
 
-    policy: MLP
+    policy: MLP | GaussianPolicy
     value: MLP
-    distribution: TanhNormal | Categorical
+    distribution: Distribution
     obs_size: int
     normalize_observations: bool
 
@@ -188,7 +237,7 @@ class PPONetworks:
     def make_policy(self, params: PolicyParams, deterministic: bool = False) -> Policy:
         """``policy(obs, key) -> (env_action, extras)`` for one obs or a batch.
 
-        ``extras`` holds ``raw_action`` (pre-squash sample) and ``log_prob``,
+        ``extras`` holds ``raw_action`` (the sample before squashing or clipping) and ``log_prob``,
         which the trainer stores; ``key`` may be None when ``deterministic``.
         """
         if not isinstance(params, PolicyParams):
@@ -212,9 +261,13 @@ class PPONetworks:
 
 
 def make_networks(obs_size: int, action_space: gymnasium.spaces.Space, config: PPOConfig) -> PPONetworks:
-    distribution = make_distribution(action_space)
+    distribution = make_distribution(action_space, config.policy_distribution)
+    if isinstance(distribution, ClippedNormal):
+        policy = GaussianPolicy(config.policy_hidden_sizes, distribution.size, config.activation, config.log_std_init)
+    else:
+        policy = MLP(config.policy_hidden_sizes, distribution.param_size, config.activation, out_scale=0.01)
     return PPONetworks(
-        policy=MLP(config.policy_hidden_sizes, distribution.param_size, config.activation, out_scale=0.01),
+        policy=policy,
         value=MLP(config.value_hidden_sizes, 1, config.activation, out_scale=1.0),
         distribution=distribution,
         obs_size=obs_size,

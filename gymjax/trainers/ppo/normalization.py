@@ -1,4 +1,5 @@
-"""Running observation statistics (mean and variance), merged across batches and devices."""
+"""Running statistics (mean and variance) merged across batches and devices: observation
+normalization, and SB3 VecNormalize-style reward normalization."""
 
 from __future__ import annotations
 
@@ -62,3 +63,42 @@ def normalize(stats: RunningStats | None, obs: jax.Array) -> jax.Array:
     if stats is None:
         return obs
     return jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + EPS), -CLIP, CLIP)
+
+
+@struct.dataclass
+class RewardNormalizer:
+    """What reward normalization carries between steps, as SB3's ``VecNormalize`` does.
+
+    Attributes:
+        returns: float32 ``[B]``, each env's discounted return so far (0 after an episode ends).
+        stats: :class:`RunningStats` of those returns (one feature).
+    """
+
+    returns: jax.Array
+    stats: RunningStats
+
+    @classmethod
+    def create(cls, num_envs: int) -> RewardNormalizer:
+        # SB3's RunningMeanStd starts its count at 1e-4 rather than 0; so does this, to match it.
+        stats = RunningStats(jnp.zeros(1, jnp.float32), jnp.ones(1, jnp.float32), jnp.asarray(1e-4, jnp.float32))
+        return cls(returns=jnp.zeros(num_envs, jnp.float32), stats=stats)
+
+
+def normalize_rewards(
+    norm: RewardNormalizer, rewards: jax.Array, dones: jax.Array, gamma: float, axis_name: str | None = None
+) -> tuple[RewardNormalizer, jax.Array]:
+    """Rewards ``[T, B]`` divided by the running std of the discounted return, clipped to ``[-10, 10]``.
+
+    Step by step, as ``VecNormalize.step_wait`` does: ``returns = returns * gamma + reward``,
+    the statistics take in ``returns``, the reward is scaled with the updated variance, and
+    ``returns`` restarts at 0 where ``dones``. Returns the new state and the scaled rewards.
+    """
+
+    def step(norm, xs):
+        reward, done = xs
+        returns = norm.returns * gamma + reward
+        stats = update(norm.stats, returns[:, None], axis_name)
+        scaled = jnp.clip(reward / jnp.sqrt(stats.var[0] + EPS), -CLIP, CLIP)
+        return RewardNormalizer(returns=jnp.where(done, 0.0, returns), stats=stats), scaled
+
+    return jax.lax.scan(step, norm, (rewards.astype(jnp.float32), dones))

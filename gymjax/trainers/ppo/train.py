@@ -38,6 +38,7 @@ from gymjax.trainers.ppo.networks import (
     describe_action_space,
     make_networks,
 )
+from gymjax.trainers.ppo.normalization import RewardNormalizer, normalize_rewards
 from gymjax.trainers.ppo.normalization import update as update_stats
 from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
 
@@ -58,6 +59,7 @@ class TrainingState:
     params: PPOParams
     opt_state: optax.OptState
     env_state: State
+    reward_norm: RewardNormalizer  # carried (and checkpointed) whether or not normalize_rewards is on
     key: jax.Array
 
 
@@ -174,15 +176,26 @@ class PPOTrainer:
         opt_state = self.optimizer.init((params.policy, params.value))
         env_keys = jax.random.split(env_key, self.config.num_envs)
         env_state = jax.jit(self.train_env.reset)(env_keys)
-        return Run(state=self._replicate(params, opt_state, env_state, jax.random.split(train_key, len(self.devices))))
+        reward_norm = RewardNormalizer.create(self.config.num_envs)
+        keys = jax.random.split(train_key, len(self.devices))
+        return Run(state=self._replicate(params, opt_state, env_state, reward_norm, keys))
 
-    def _replicate(self, params, opt_state, env_state, keys) -> TrainingState:
-        """Host pytrees -> one :class:`TrainingState` laid out ``[D, ...]``, one slice per device."""
+    def _replicate(self, params, opt_state, env_state, reward_norm, keys) -> TrainingState:
+        """Host pytrees -> one :class:`TrainingState` laid out ``[D, ...]``, one slice per device.
+
+        Per-env leaves (``[num_envs, ...]``) are split over the devices; the rest is replicated.
+        """
         d = len(self.devices)
         # explicit sizes, not -1: some mjx.Data fields are empty ([N, 0])
-        shard = jax.tree.map(lambda x: jnp.reshape(x, (d, x.shape[0] // d) + x.shape[1:]), env_state)
+        shard = lambda tree: jax.tree.map(lambda x: jnp.reshape(x, (d, x.shape[0] // d) + x.shape[1:]), tree)  # noqa: E731
         replicate = lambda tree: jax.tree.map(lambda x: jnp.broadcast_to(x, (d,) + jnp.shape(x)), tree)  # noqa: E731
-        state = TrainingState(params=replicate(params), opt_state=replicate(opt_state), env_state=shard, key=keys)
+        state = TrainingState(
+            params=replicate(params),
+            opt_state=replicate(opt_state),
+            env_state=shard(env_state),
+            reward_norm=RewardNormalizer(returns=shard(reward_norm.returns), stats=replicate(reward_norm.stats)),
+            key=keys,
+        )
         return jax.device_put(state, self.sharding)
 
     # -- the compiled epoch ----------------------------------------------------------
@@ -211,10 +224,15 @@ class PPOTrainer:
         if c.normalize_observations:
             # Updated before the SGD steps, as Brax does: the new statistics see this data.
             params = params.replace(normalizer=update_stats(params.normalizer, traj.obs, AXIS))
+        rewards, reward_norm = traj.reward, state.reward_norm
+        if c.normalize_rewards:
+            reward_norm, rewards = normalize_rewards(
+                reward_norm, rewards, traj.terminated | traj.truncated, c.gamma, AXIS
+            )
         values = self.networks.values(params, traj.obs)
         next_values = self.networks.values(params, traj.final_obs)
         advantages, returns = compute_gae(
-            traj.reward * c.reward_scaling,
+            rewards * c.reward_scaling,
             values,
             next_values,
             traj.terminated,
@@ -231,7 +249,8 @@ class PPOTrainer:
         metrics["episodes"] = done.sum()
         metrics["episode_return_sum"] = traj.episode_return.sum()
         metrics["episode_length_sum"] = traj.episode_length.sum().astype(jnp.float32)
-        return TrainingState(params=params, opt_state=opt_state, env_state=env_state, key=key), metrics
+        state = TrainingState(params=params, opt_state=opt_state, env_state=env_state, reward_norm=reward_norm, key=key)
+        return state, metrics
 
     def _sgd(self, params: PPOParams, opt_state, data: Minibatch, key: jax.Array):
         c = self.config
@@ -328,16 +347,19 @@ class PPOTrainer:
             "opt_state": _unreplicate(state.opt_state),
             # [D, B / D] -> [B]: one layout whatever the device count
             "env_state": jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), state.env_state),
+            "reward_norm": RewardNormalizer(
+                returns=state.reward_norm.returns.reshape(-1), stats=_unreplicate(state.reward_norm.stats)
+            ),
             "keys": state.key,
         }
         return ckpt.Checkpoint(state=host, policy=params.policy_params(), meta=meta)
 
     def from_checkpoint(self, checkpoint: ckpt.Checkpoint) -> Run:
-        saved = checkpoint.meta["config"]
-        for name in ("num_envs", "policy_hidden_sizes", "value_hidden_sizes", "activation"):
-            if tuple(np.atleast_1d(saved[name])) != tuple(np.atleast_1d(getattr(self.config, name))):
+        saved = PPOConfig.from_dict(checkpoint.meta["config"])
+        for name in ("num_envs", "policy_hidden_sizes", "value_hidden_sizes", "activation", "policy_distribution"):
+            if getattr(saved, name) != getattr(self.config, name):
                 raise ValueError(
-                    f"cannot resume: the checkpoint has {name}={saved[name]!r}, this config "
+                    f"cannot resume: the checkpoint has {name}={getattr(saved, name)!r}, this config "
                     f"{getattr(self.config, name)!r}"
                 )
         state = checkpoint.state
@@ -345,7 +367,7 @@ class PPOTrainer:
         if keys.shape[0] != len(self.devices):
             # A different device count cannot continue the same key streams.
             keys = jax.random.split(keys[0], len(self.devices))
-        run_state = self._replicate(state["params"], state["opt_state"], state["env_state"], keys)
+        run_state = self._replicate(state["params"], state["opt_state"], state["env_state"], state["reward_norm"], keys)
         meta = checkpoint.meta
         return Run(run_state, int(meta["env_steps"]), int(meta["epoch"]), float(meta.get("elapsed_s", 0.0)))
 
@@ -361,7 +383,9 @@ class PPOTrainer:
 
         params, opt_state, env_state = jax.eval_shape(host_init)
         keys = jax.ShapeDtypeStruct((num_devices, 2), jnp.uint32)
-        state = {"params": params, "opt_state": opt_state, "env_state": env_state, "keys": keys}
+        reward_norm = jax.eval_shape(lambda: RewardNormalizer.create(self.config.num_envs))
+        state = {"params": params, "opt_state": opt_state, "env_state": env_state, "reward_norm": reward_norm,
+                 "keys": keys}
         return state, params.policy_params()
 
     def restore(self, path: str | pathlib.Path) -> Run:
