@@ -43,7 +43,7 @@ class Budget:
     sb3_rollout: int  # env steps per SB3 iteration, over all envs (SB3's default: 2048)
 
 
-FULL = Budget(300_000, 256, 16, 8, 4, 8, 16, None, 100_000, 16, 2048)
+FULL = Budget(300_000, 256, 16, 8, 4, 6, 16, None, 100_000, 16, 2048)
 QUICK = Budget(4 * 16 * 8, 16, 8, 4, 2, 4, 4, 100, 3 * 256, 4, 256)
 
 
