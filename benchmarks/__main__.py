@@ -94,17 +94,16 @@ def run(args: argparse.Namespace, command: list[str]) -> dict:
 
     ``command`` is the command line, for the record.
     """
-    import jax  # the parent needs only the platform; the workers measure
-
     started = time.perf_counter()
-    backend = jax.default_backend()
+    jax_info = harness.describe_jax_elsewhere()  # this process stays off the accelerator
+    backend = jax_info["jax_backend"]
     config = settings(args)
     out = {
         "schema": 1,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
         "settings": config,
-        "machine": harness.machine(args.machine_name),
+        "machine": harness.machine(args.machine_name, jax_info),
         "versions": harness.versions(),
         "memory_note": harness.MEMORY_NOTE,
         "suites": {},

@@ -78,8 +78,7 @@ MEMORY_NOTE = (
     "increasing order, so the figure at N is the peak over the sizes up to N (interpreter, imports "
     "and compiles included). children_peak_rss_mib, for stacks that start processes (async and "
     "subprocess vector envs), is the sum of the peaks (VmHWM) of its live descendant processes, read "
-    "before closing them. gpu_peak_mib is JAX's "
-    "device peak_bytes_in_use where the backend reports it."
+    "before closing them. gpu_peak_mib is JAX's device peak_bytes_in_use where the backend reports it."
 )
 
 
@@ -173,7 +172,7 @@ def figure(samples: list[float]) -> dict:
     }
 
 
-def measure_sizes(stack: "Stack", spec: dict, emit: Callable[[dict], None]) -> None:
+def measure_sizes(stack: Stack, spec: dict, emit: Callable[[dict], None]) -> None:
     """The throughput suites' work in a worker: for each N in ``spec["sizes"]`` (increasing),
     build the stack, measure it, close it, and emit the record with the peak memory so far."""
     timing = Timing(**spec["timing"])
@@ -235,11 +234,30 @@ def _descendants_peak_mib() -> float | None:
 # -- the machine and versions ------------------------------------------------------------------
 
 
-def machine(name: str | None = None) -> dict:
-    """The machine a run measured on; ``name`` is what a person calls it."""
+def describe_jax() -> dict:
+    """JAX's backend and devices, as this process sees them."""
     import jax
 
     devices = jax.devices()
+    return {
+        "jax_backend": jax.default_backend(),
+        "devices": [f"{d.platform}:{d.device_kind}" for d in devices],
+    }
+
+
+def describe_jax_elsewhere() -> dict:
+    """:func:`describe_jax` asked of a fresh process, so that the caller never starts JAX itself:
+    on a GPU the first process to touch it preallocates most of its memory, which the workers need."""
+    command = [sys.executable, "-m", "benchmarks.worker", "--describe"]
+    env = _worker_env(jax_cache=None)
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def machine(name: str | None = None, jax_info: dict | None = None) -> dict:
+    """The machine a run measured on; ``name`` is what a person calls it, ``jax_info``
+    :func:`describe_jax`'s answer (default: asked in this process)."""
+    jax_info = jax_info or describe_jax()
     cpu_model = platform.processor() or platform.machine()
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
@@ -249,16 +267,15 @@ def machine(name: str | None = None) -> dict:
     except OSError:
         pass
     cores = os.cpu_count() or 1
-    backend = jax.default_backend()
-    default_name = f"{cores}-core {cpu_model}" if backend == "cpu" else f"{devices[0].device_kind}"
+    accelerator = jax_info["devices"][0].split(":", 1)[1]
+    default_name = f"{cores}-core {cpu_model}" if jax_info["jax_backend"] == "cpu" else accelerator
     return {
         "name": name or default_name,
         "platform": platform.platform(),
         "cpu": cpu_model,
         "cpu_count": cores,
         "memory_gib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
-        "jax_backend": backend,
-        "devices": [f"{d.platform}:{d.device_kind}" for d in devices],
+        **jax_info,
         "load_average_at_start": list(os.getloadavg()),
     }
 
@@ -290,7 +307,7 @@ def _git_commit() -> str | None:
 
 
 def environment() -> dict:
-    """``machine`` and ``versions`` under those keys (the earlier scripts' report header)."""
+    """``machine`` and ``versions`` under those keys: the earlier scripts' report header."""
     return {"machine": machine(), "versions": versions()}
 
 
@@ -402,21 +419,11 @@ def run_isolated(
         records, log = pathlib.Path(tmp) / "records.jsonl", pathlib.Path(tmp) / "log.txt"
         spec_path = pathlib.Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps({**spec, "records": str(records)}))
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        }
-        if jax_cache:
-            env |= {
-                "JAX_COMPILATION_CACHE_DIR": jax_cache,
-                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.5",
-                "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-            }
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "benchmarks.worker", str(spec_path)],
                 cwd=REPO,
-                env=env,
+                env=_worker_env(jax_cache),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -439,6 +446,21 @@ def run_isolated(
             return None
         what = f"timed out after {timeout_s:g} s" if status == "timeout" else f"exit status {status}"
         return f"{what}; output ends:\n{_tail(log)}"
+
+
+def _worker_env(jax_cache: str | None) -> dict[str, str]:
+    """This process's environment, with the checkout importable and JAX's compile cache set."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    if jax_cache:
+        env |= {
+            "JAX_COMPILATION_CACHE_DIR": jax_cache,
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.5",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+        }
+    return env
 
 
 def _read_records(path: pathlib.Path, seen: int, on_record: Callable[[dict], None]) -> int:

@@ -1,5 +1,7 @@
 """Measures one stack in a process of its own: ``python -m benchmarks.worker SPEC.json``.
 
+(``python -m benchmarks.worker --describe`` prints JAX's backend and devices.)
+
 Started by :func:`benchmarks.harness.run_isolated`; the spec names the suite,
 the stack, the sizes and the timing, and where to append the records (one
 JSON line per size, or one per trainer). Its peak memory is the stack's alone.
@@ -11,11 +13,14 @@ import json
 import sys
 import warnings
 
-from benchmarks.harness import record_writer
+from benchmarks.harness import describe_jax, record_writer
 from benchmarks.suites import SUITES
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--describe"]:  # JAX's backend and devices, for the parent (see describe_jax_elsewhere)
+        print(json.dumps(describe_jax()))
+        return 0
     spec = json.loads(open(argv[0]).read())
     suite = SUITES[spec["suite"]]
     stacks = {s.name: s for s in suite.STACKS}
