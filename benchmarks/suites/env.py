@@ -94,7 +94,12 @@ def torch_vector_env(n: int, env_id: str = "JaxAnt-v0", **env_kwargs) -> Stepper
     actions = torch.from_numpy(random_actions(env.single_action_space, n))
     if actions.dtype == torch.float64:
         actions = actions.float()
-    return Stepper(functools.partial(env.step, actions), env.close, env)
+
+    def step() -> None:
+        # DLPack hands tensors over before the step has run (on a GPU): read one value to wait for it
+        env.step(actions)[0][0, 0].item()
+
+    return Stepper(step, env.close, env)
 
 
 # -- peers --------------------------------------------------------------------------------------
