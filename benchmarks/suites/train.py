@@ -68,6 +68,7 @@ def work(stack: Stack, spec: dict, emit) -> None:
         "env_steps": run["curve"][-1]["env_steps"] if run["curve"] else 0,
         "return_kind": run["return_kind"],
         "curve": [{k: c[k] for k in ("env_steps", "wall_s", "return")} for c in run["curve"]],
+        "config": run["config"],
     }
     emit(record | peak_memory())
 
@@ -123,10 +124,11 @@ def gymjax_ppo_stack(n: int, b: Budget, **env_kwargs) -> dict:
     import gymjax
 
     env = gymjax.make("JaxAnt-v0", **env_kwargs)
-    run = gymjax_ppo(env, ppo_config(n, b, gae_mode="brax"), progress_bar=False)
+    config = ppo_config(n, b, gae_mode="brax")
+    run = gymjax_ppo(env, config, progress_bar=False)
     # an epoch without an evaluation has no point on the curve
     run["curve"] = [{**c, "return": c["eval_return"]} for c in run["curve"] if c["eval_return"] is not None]
-    return {**run, "return_kind": "deterministic evaluation"}
+    return {**run, "return_kind": "deterministic evaluation", "config": config.to_dict()}
 
 
 # -- Brax PPO -----------------------------------------------------------------------------------
@@ -265,9 +267,10 @@ def brax_ppo(env, config) -> dict:
 def brax_ppo_stack(n: int, b: Budget, **env_kwargs) -> dict:
     import gymjax
 
-    run = brax_ppo(gymjax.make("JaxAnt-v0", **env_kwargs), ppo_config(n, b, gae_mode="brax"))
+    config = ppo_config(n, b, gae_mode="brax")
+    run = brax_ppo(gymjax.make("JaxAnt-v0", **env_kwargs), config)
     run["curve"] = [{**c, "return": c["eval_return"]} for c in run["curve"]]
-    return {**run, "return_kind": "deterministic evaluation"}
+    return {**run, "return_kind": "deterministic evaluation", "config": config.to_dict()}
 
 
 # -- SB3 PPO ------------------------------------------------------------------------------------
@@ -344,7 +347,13 @@ def sb3_ppo_stack(n: int, b: Budget, jax_env: bool) -> dict:
 
         env = SB3VecEnv("JaxAnt-v0", n, backend="mujoco")
     run = sb3_ppo(b.sb3_timesteps, n, env=env, rollout=b.sb3_rollout)
-    return {**run, "compile_s": None, "return_kind": "mean of the last 100 training episodes"}
+    config = {"n_envs": n, "n_steps": run["n_steps"], "total_timesteps": b.sb3_timesteps, "torch_threads": 1}
+    return {
+        **run,
+        "compile_s": None,
+        "return_kind": "mean of the last 100 training episodes",
+        "config": config,
+    }
 
 
 # -- the stacks ---------------------------------------------------------------------------------
