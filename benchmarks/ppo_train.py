@@ -134,11 +134,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     if args.quick:
-        args.timesteps, args.num_envs = 2 * 64 * 16, 64
+        args.timesteps, args.num_envs = 3 * 64 * 16, 64  # 3 epochs: Brax compiles in its first two
 
     env = gymjax.make("JaxAnt-v0", solver=args.solver)
     config = PPOConfig(num_timesteps=args.timesteps, num_envs=args.num_envs, unroll_length=16,
-                       num_minibatches=8, update_epochs=4, num_evals=6 if not args.quick else 2,
+                       num_minibatches=8, update_epochs=4, num_evals=6 if not args.quick else 3,
                        num_eval_envs=16, gae_mode="brax")
     results = {
         "machine": f"{platform.processor() or platform.machine()}, {jax.devices()[0].device_kind}",
