@@ -85,7 +85,7 @@ def settings(args: argparse.Namespace) -> dict:
         "without": sorted(args.without),
         "timing": dataclasses.asdict(timing),
         "timeout_s": args.timeout or (300.0 if args.quick else 2400.0),
-        "jax_cache": args.jax_cache,
+        "jax_cache": str(pathlib.Path(args.jax_cache).resolve()) if args.jax_cache else None,
     }
 
 
