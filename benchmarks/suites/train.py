@@ -391,7 +391,7 @@ STACKS = (
         needs=("stable_baselines3", "torch"),
         sizes=SB3_SIZES,
         quick_sizes=QUICK_SB3_SIZES,
-        note='SB3 PPO defaults on gymjax.wrappers.sb3.SB3VecEnv("JaxAnt-v0", backend="mujoco")',
+        note='SB3 PPO defaults, one torch thread, on SB3VecEnv("JaxAnt-v0", backend="mujoco")',
     ),
     Stack(
         "SB3 PPO, Ant-v5 DummyVecEnv",
@@ -401,7 +401,7 @@ STACKS = (
         needs=("stable_baselines3", "torch"),
         sizes=SB3_SIZES,
         quick_sizes=QUICK_SB3_SIZES,
-        note='SB3 PPO defaults on DummyVecEnv of Monitor(gymnasium.make("Ant-v5"))',
+        note='SB3 PPO defaults, one torch thread, on DummyVecEnv of Monitor(gymnasium.make("Ant-v5"))',
     ),
 )
 
