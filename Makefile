@@ -32,11 +32,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
+# Every suite, full sizes (about an hour on 2 CPU cores): benchmarks/results/bench-<platform>.*
 bench: install
 	$(PY) -m pip install -q -e ".[bench]"
-	$(PY) benchmarks/env_throughput.py
-	$(PY) benchmarks/adapters.py
-	$(PY) benchmarks/ppo_train.py
+	$(PY) -m benchmarks --suite all
 
 clean:
 	rm -rf $(VENV) .jax_cache runs

@@ -17,10 +17,12 @@ already compiled in the run (the NumPy VectorEnv's and the SB3 adapter's are the
 same at one N; the torch bridge's step, fed a device-committed action, is its own)
 is loaded, not compiled again, and its "compile" column is that load.
 
-Writes benchmarks/results/adapters.{json,md,png}.
+Writes benchmarks/results/adapters.{json,md,png}. Superseded by the harness
+(``python -m benchmarks --suite adapters``, and the torch bridge in ``--suite
+env``), whose stack builders it uses.
 
-    python benchmarks/adapters.py            # SB3 at N = 16, 64; torch at N = 256
-    python benchmarks/adapters.py --quick    # N = 4 throughout: a smoke run (one Ant compile)
+    python -m benchmarks.adapters            # SB3 at N = 16, 64; torch at N = 256
+    python -m benchmarks.adapters --quick    # N = 4 throughout: a smoke run (one Ant compile)
 """
 
 from __future__ import annotations
@@ -35,32 +37,30 @@ import tempfile
 import time
 import warnings
 
+if __package__ in (None, ""):  # run as a file: make `benchmarks` importable from the repo root
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import gymnasium  # noqa: E402
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
 import stable_baselines3  # noqa: E402
 import torch  # noqa: E402
-from stable_baselines3.common.monitor import Monitor  # noqa: E402
-from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-import gymjax  # noqa: E402,F401  (registers the ids)
-from env_throughput import _time, environment, pyplot, save, write_results  # noqa: E402
-from gymjax.wrappers.gymnasium import GymnasiumVectorEnv  # noqa: E402
-from gymjax.wrappers.sb3 import SB3VecEnv  # noqa: E402
-from gymjax.wrappers.torch import TorchVectorEnv  # noqa: E402
+from benchmarks.harness import Stepper, environment, time_calls  # noqa: E402
+from benchmarks.report import pyplot, save, write_results  # noqa: E402
+from benchmarks.suites.adapters import sb3_dummy, sb3_vec_env  # noqa: E402
+from benchmarks.suites.env import random_actions, torch_vector_env, vector_env  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 TORCH_TARGET = 0.05  # the bridge may add at most 5% per step over the NumPy VectorEnv
 
 
-def _warm(make, first_step) -> tuple[object, float]:
+def _warm(build) -> tuple[Stepper, float]:
     """Builds a stack and takes its first step; the seconds are compile (and build) time."""
     start = time.perf_counter()
-    stack = make()
-    first_step(stack)
+    stack = build()
+    stack.step()
     return stack, time.perf_counter() - start
 
 
@@ -69,33 +69,17 @@ def _alternate(steppers: dict, steps: dict, repeats: int, bar: tqdm) -> dict[str
     out: dict[str, list[float]] = {name: [] for name in steppers}
     for _ in range(repeats):
         for name, step_once in steppers.items():
-            out[name] += _time(step_once, steps[name], 1)
+            out[name] += time_calls(step_once, steps[name], 1)
             bar.update(1)
     return out
 
 
-def _random_actions(space: gymnasium.spaces.Space, n: int) -> np.ndarray:
-    space.seed(0)
-    return np.stack([space.sample() for _ in range(n)])
-
-
 def sb3_vs_dummy(n: int, steps: int, repeats: int, bar: tqdm) -> dict:
-    def adapter():
-        env = SB3VecEnv("JaxAnt-v0", n)
-        env.reset()
-        return env
-
-    def dummy():
-        env = DummyVecEnv([lambda: Monitor(gymnasium.make("Ant-v5")) for _ in range(n)])
-        env.reset()
-        return env
-
-    actions = _random_actions(gymnasium.make("Ant-v5").action_space, n).astype(np.float32)
-    ours, ours_compile = _warm(adapter, lambda env: env.step(actions))
+    ours, ours_compile = _warm(lambda: sb3_vec_env(n))
     bar.update(1)
-    theirs, theirs_build = _warm(dummy, lambda env: env.step(actions))
+    theirs, theirs_build = _warm(lambda: sb3_dummy(n))
     names = {"SB3VecEnv, JaxAnt-v0 (MJX)": ours, "DummyVecEnv + Monitor, Ant-v5 (MuJoCo C)": theirs}
-    steppers = {name: (lambda env=env: env.step(actions)) for name, env in names.items()}
+    steppers = {name: stack.step for name, stack in names.items()}
     # MuJoCo C steps one env at a time: fewer batched steps give it a like wall time.
     counts = dict(zip(names, (steps, steps * 4)))
     timed = _alternate(steppers, counts, repeats, bar)
@@ -104,39 +88,24 @@ def sb3_vs_dummy(n: int, steps: int, repeats: int, bar: tqdm) -> dict:
 
 
 def torch_vs_numpy(env_id: str, n: int, steps: int, repeats: int, bar: tqdm) -> dict:
-    space = gymjax.make(env_id).action_space
-    actions = _random_actions(space, n)
-    actions_t = torch.from_numpy(actions)
-    if actions_t.dtype == torch.float64:
-        actions_t = actions_t.float()
-
-    def numpy_env():
-        env = GymnasiumVectorEnv(env_id, n)
-        env.reset(seed=0)
-        return env
-
-    def torch_env():
-        env = TorchVectorEnv(env_id, n)
-        env.reset(seed=0)
-        return env
-
-    numpy_stack, numpy_compile = _warm(numpy_env, lambda env: env.step(actions))
+    numpy_stack, numpy_compile = _warm(lambda: vector_env(n, env_id))
     bar.update(1)
-    torch_stack, torch_compile = _warm(torch_env, lambda env: env.step(actions_t))
+    torch_stack, torch_compile = _warm(lambda: torch_vector_env(n, env_id))
     bar.update(1)
     # The floor: the NumPy env's own jitted batch step (auto-reset included), nothing
     # converted; reusing it costs no further compile.
-    raw_actions = jax.numpy.asarray(actions)
-    raw_state = [numpy_stack.state]
+    env = numpy_stack.env.unwrapped
+    raw_actions = jax.numpy.asarray(random_actions(env.single_action_space, n))  # the stacks' own
+    raw_state = [env.state]
 
     def raw_step():
-        raw_state[0] = numpy_stack._step(raw_state[0], raw_actions)
+        raw_state[0] = env._step(raw_state[0], raw_actions)
         jax.block_until_ready(raw_state[0].obs)
 
     steppers = {
         "jitted batch step (no adapter)": raw_step,
-        "GymnasiumVectorEnv (NumPy)": lambda: numpy_stack.step(actions),
-        "TorchVectorEnv (DLPack)": lambda: torch_stack.step(actions_t),
+        "GymnasiumVectorEnv (NumPy)": numpy_stack.step,
+        "TorchVectorEnv (DLPack)": torch_stack.step,
     }
     timed = _alternate(steppers, dict.fromkeys(steppers, steps), repeats, bar)
     compile_s = [0.0, numpy_compile, torch_compile]
@@ -213,7 +182,7 @@ def markdown(report: dict) -> str:
     lines = [
         "# Adapter costs: SB3 VecEnv and torch (DLPack) bridge",
         "",
-        f"Machine: {machine['processor']}, {machine['cpu_count']} cores, JAX {report['versions']['jax']} "
+        f"Machine: {machine['cpu']}, {machine['cpu_count']} cores, JAX {report['versions']['jax']} "
         f"on {machine['jax_backend']}, torch {report['versions']['torch']}, "
         f"SB3 {report['versions']['stable_baselines3']}. Medians of {settings['repeats']} repeats, "
         "stacks timed in alternation; compile time apart. The spread of the repeats is in the "

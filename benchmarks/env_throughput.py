@@ -6,87 +6,48 @@ Gymnasium's Ant-v5 in a SyncVectorEnv (MuJoCo C). Figures are medians over
 repeats after a warm-up; compile time is reported apart. Peers that are not
 installed (Brax) are reported as skipped.
 
-Writes benchmarks/results/env_throughput.{json,md,png}.
+Writes benchmarks/results/env_throughput.{json,md,png}. Superseded by the
+harness (``python -m benchmarks --suite env``), whose code it shares.
 
-    python benchmarks/env_throughput.py            # N = 64, 256, 1024
-    python benchmarks/env_throughput.py --quick    # N = 8, 16: a smoke run
+    python -m benchmarks.env_throughput            # N = 64, 256, 1024
+    python -m benchmarks.env_throughput --quick    # N = 8, 16: a smoke run
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
-import platform
 import resource
 import statistics
 import sys
-import time
 import warnings
+
+if __package__ in (None, ""):  # run as a file: make `benchmarks` importable from the repo root
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import gymnasium  # noqa: E402
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-import gymjax  # noqa: E402
+from benchmarks.harness import environment, fixed_calls  # noqa: E402
+from benchmarks.report import pyplot, save, write_results  # noqa: E402
+from benchmarks.suites import env as env_suite  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 BRAX_CPU_REFERENCE = 770.0  # Brax 0.14.2 ant, generalized backend, 256 envs, this CPU (issue #2)
 
 
-def _time(step_once, steps: int, repeats: int) -> list[float]:
-    """Seconds per batched step, one figure per repeat."""
-    out = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(steps):
-            step_once()
-        out.append((time.perf_counter() - start) / steps)
-    return out
-
-
 def raw_step(n: int, solver: str | None, steps: int, repeats: int, **env_kwargs) -> dict:
-    env = gymjax.make("JaxAnt-v0", solver=solver, **env_kwargs)
-    step = jax.jit(jax.vmap(env.step))
-    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
-    actions = jax.random.uniform(jax.random.PRNGKey(1), (n, 8), minval=-1, maxval=1)
-    start = time.perf_counter()
-    state = jax.block_until_ready(step(state, actions))
-    compile_s = time.perf_counter() - start
-    holder = [state]
-
-    def once():
-        holder[0] = step(holder[0], actions)
-        jax.block_until_ready(holder[0].obs)
-
-    return {"compile_s": compile_s, "s_per_step": _time(once, steps, repeats)}
+    return fixed_calls(env_suite.jax_raw_step(n, solver=solver, **env_kwargs), steps, repeats)
 
 
 def vector_env(n: int, solver: str | None, steps: int, repeats: int, **env_kwargs) -> dict:
-    env = gymnasium.make_vec("JaxAnt-v0", num_envs=n, solver=solver, **env_kwargs)
-    env.reset(seed=0)
-    actions = np.random.default_rng(0).uniform(-1, 1, (n, 8)).astype(np.float32)
-    start = time.perf_counter()
-    env.step(actions)
-    compile_s = time.perf_counter() - start
-    result = {"compile_s": compile_s, "s_per_step": _time(lambda: env.step(actions), steps, repeats)}
-    env.close()
-    return result
+    return fixed_calls(env_suite.vector_env(n, solver=solver, **env_kwargs), steps, repeats)
 
 
 def gymnasium_sync(n: int, steps: int, repeats: int) -> dict:
-    env = gymnasium.make_vec("Ant-v5", num_envs=n, vectorization_mode="sync")
-    env.reset(seed=0)
-    actions = np.random.default_rng(0).uniform(-1, 1, (n, 8))
-    env.step(actions)
-    result = {"compile_s": 0.0, "s_per_step": _time(lambda: env.step(actions), steps, repeats)}
-    env.close()
-    return result
+    return {**fixed_calls(env_suite.gymnasium_vector(n, mode="sync"), steps, repeats), "compile_s": 0.0}
 
 
 def brax_peer() -> dict:
@@ -105,26 +66,6 @@ def summarize(n: int, raw: dict) -> dict:
         "spread": [min(sps), max(sps)],
         "compile_s": raw["compile_s"],
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
-
-
-def environment() -> dict:
-    """The machine and library versions a result was measured with."""
-    return {
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "jax_backend": jax.default_backend(),
-            "devices": [str(d) for d in jax.devices()],
-        },
-        "versions": {
-            "python": sys.version.split()[0],
-            "jax": jax.__version__,
-            "mujoco": __import__("mujoco").__version__,
-            "gymnasium": gymnasium.__version__,
-            "gymjax": gymjax.__version__,
-        },
     }
 
 
@@ -166,15 +107,6 @@ def main(argv=None) -> int:
     return 0
 
 
-def write_results(out: pathlib.Path, stem: str, report: dict, markdown, plot) -> None:
-    """Writes ``out/stem.{json,md,png}`` and prints the Markdown."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2))
-    (out / f"{stem}.md").write_text(markdown(report))
-    plot(report, out / f"{stem}.png")
-    print(markdown(report))
-
-
 def ratios(results: dict, sizes: list[int]) -> dict:
     n = "256" if 256 in sizes else str(sizes[len(sizes) // 2])
     sps = {name: by_n[n]["steps_per_s"] for name, by_n in results.items()}
@@ -194,7 +126,7 @@ def markdown(report: dict) -> str:
     lines = [
         "# JaxAnt-v0 env throughput (env steps/s, median of repeats)",
         "",
-        f"Machine: {report['machine']['processor']}, {report['machine']['cpu_count']} cores, "
+        f"Machine: {report['machine']['cpu']}, {report['machine']['cpu_count']} cores, "
         f"JAX {report['versions']['jax']} on {report['machine']['jax_backend']}.",
         "",
         "| stack | " + " | ".join(f"N={n}" for n in sizes) + " | compile (s) |",
@@ -216,28 +148,6 @@ def markdown(report: dict) -> str:
         "Peers: " + ", ".join(f"{k}: {v.get('skipped', 'measured')}" for k, v in report["peers"].items()),
     ]
     return "\n".join(lines) + "\n"
-
-
-def pyplot():
-    """``matplotlib.pyplot`` drawing to files, or None when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (extra 'bench'): no plot written", file=sys.stderr)
-        return None
-    return plt
-
-
-def save(fig, path: pathlib.Path) -> None:
-    """Writes ``fig`` to ``path`` and frees it."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def plot(report: dict, path: pathlib.Path) -> None:

@@ -15,8 +15,10 @@ Medians over repeats after a warm-up, compile time apart.
 
 Writes benchmarks/results/mujoco_backend.{json,md,png}.
 
-    python benchmarks/mujoco_backend.py           # N = 256, PPO 100k steps
-    python benchmarks/mujoco_backend.py --quick   # a smoke run
+Superseded by the harness (``python -m benchmarks``), whose stacks it shares.
+
+    python -m benchmarks.mujoco_backend           # N = 256, PPO 100k steps
+    python -m benchmarks.mujoco_backend --quick   # a smoke run
 """
 
 from __future__ import annotations
@@ -26,31 +28,25 @@ import functools
 import os
 import pathlib
 import sys
-import time
 import warnings
+
+if __package__ in (None, ""):  # run as a file: make `benchmarks` importable from the repo root
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import gymnasium  # noqa: E402
-import jax  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco import rollout  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 import gymjax  # noqa: E402
-from env_throughput import (  # noqa: E402
-    _time,
-    environment,
-    pyplot,
-    raw_step,
-    save,
-    summarize,
-    vector_env,
-    write_results,
-)
+from benchmarks.env_throughput import raw_step, summarize, vector_env  # noqa: E402
+from benchmarks.harness import environment, fixed_calls, time_calls  # noqa: E402
+from benchmarks.report import pyplot, save, write_results  # noqa: E402
+from benchmarks.suites import env as env_suite  # noqa: E402
+from benchmarks.suites.train import gymjax_ppo, sb3_ppo  # noqa: E402
 from gymjax.trainers.ppo import PPOConfig  # noqa: E402
-from ppo_train import gymjax_ppo  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 # name: (solver, backend); the "mujoco" backend runs the model's own solver settings, as Ant-v5.
@@ -59,16 +55,10 @@ BACKENDS = {"mujoco": (None, "mujoco"), "mjx fast": ("fast", "mjx"), "mjx accura
 
 def envpool_ant(n: int, steps: int, repeats: int) -> dict:
     try:
-        import envpool
+        import envpool  # noqa: F401
     except ImportError as err:
         return {"skipped": f"envpool not installed ({err})"}
-    env = envpool.make_gymnasium("Ant-v5", num_envs=n)
-    env.reset()
-    actions = np.random.default_rng(0).uniform(-1, 1, (n, 8))
-    env.step(actions)  # warm-up
-    result = {"compile_s": 0.0, "s_per_step": _time(lambda: env.step(actions), steps, repeats)}
-    env.close()
-    return result
+    return {**fixed_calls(env_suite.envpool_ant(n), steps, repeats), "compile_s": 0.0}
 
 
 def mujoco_rollout(n: int, steps: int, repeats: int) -> dict:
@@ -91,45 +81,10 @@ def mujoco_rollout(n: int, steps: int, repeats: int) -> dict:
             holder[0] = states[:, -1]
 
         once()  # warm-up
-        return {"compile_s": 0.0, "s_per_step": _time(once, steps, repeats)}
+        return {"compile_s": 0.0, "s_per_step": time_calls(once, steps, repeats)}
 
 
 # -- training ---------------------------------------------------------------------------
-
-
-def sb3_ppo(timesteps: int, n_envs: int) -> dict:
-    """SB3's PPO (defaults, MlpPolicy on CPU) on Gymnasium's Ant-v5 in a DummyVecEnv."""
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    class Clock(BaseCallback):
-        def __init__(self):
-            super().__init__()
-            self.starts: list[float] = []
-
-        def _on_rollout_start(self) -> None:
-            self.starts.append(time.perf_counter())
-
-        def _on_step(self) -> bool:
-            return True
-
-    torch.set_num_threads(os.cpu_count() or 1)
-    env = DummyVecEnv([lambda: Monitor(gymnasium.make("Ant-v5")) for _ in range(n_envs)])
-    n_steps = 2048 // n_envs  # SB3's default 2048 transitions per update
-    model = PPO("MlpPolicy", env, n_steps=n_steps, seed=0, device="cpu", verbose=0)
-    clock = Clock()
-    start = time.perf_counter()
-    model.learn(total_timesteps=timesteps, callback=clock)
-    clock.starts.append(time.perf_counter())
-    per_iteration = n_steps * n_envs
-    # the first iteration warms up
-    rates = [per_iteration / (b - a) for a, b in zip(clock.starts[1:-1], clock.starts[2:])]
-    env.close()
-    return {"sps": float(np.median(rates)), "sps_all": rates, "wall_s": time.perf_counter() - start,
-            "n_envs": n_envs, "n_steps": n_steps, "timesteps": timesteps}
 
 
 def training(args) -> dict:
@@ -140,7 +95,7 @@ def training(args) -> dict:
         ours = gymjax_ppo(env, config)
         bar.update()
         tqdm.write(f"gymjax PPO, backend='mujoco': {ours['sps']:,.0f} steps/s")
-        theirs = sb3_ppo(args.sb3_timesteps, args.sb3_envs)
+        theirs = sb3_ppo(args.sb3_timesteps, args.sb3_envs, torch_threads=os.cpu_count() or 1)
         bar.update()
         tqdm.write(f"SB3 PPO, Ant-v5 DummyVecEnv: {theirs['sps']:,.0f} steps/s")
     return {
@@ -175,7 +130,7 @@ def markdown(report: dict) -> str:
     lines = [
         f"# JaxAnt-v0, backend=\"mujoco\" (MuJoCo C inside jit) vs MJX, EnvPool, SB3 ({n} envs)",
         "",
-        f"Machine: {report['machine']['processor']}, {report['machine']['cpu_count']} cores, "
+        f"Machine: {report['machine']['cpu']}, {report['machine']['cpu_count']} cores, "
         f"JAX {report['versions']['jax']} on {report['machine']['jax_backend']}, MuJoCo "
         f"{report['versions']['mujoco']}. Env steps/s, median of {report['settings']['repeats']} repeats "
         "after a warm-up; compile apart.",

@@ -8,11 +8,14 @@
   the torch agent on one rollout; exits non-zero on a mismatch.
 - ``gymjax demo``: steps a vector env with random actions, prints throughput
   and writes a short video of one env.
+- ``gymjax bench``: the benchmark harness (``python -m benchmarks``), from a
+  source checkout; its options are the harness's (``gymjax bench --help``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import pathlib
 import sys
 import time
@@ -72,6 +75,26 @@ def write_video(env_id: str, path: pathlib.Path, steps: int, seed: int, rng: np.
     env.close()
 
 
+def benchmarks_root() -> pathlib.Path:
+    """The source checkout gymjax runs from: ``benchmarks/`` sits beside the ``gymjax`` package there."""
+    return pathlib.Path(gymjax.__file__).resolve().parent.parent
+
+
+def bench(options: list[str]) -> int:
+    """Runs ``python -m benchmarks`` with ``options`` in this process."""
+    root = benchmarks_root()
+    if not (root / "benchmarks" / "__main__.py").is_file():
+        raise SystemExit(
+            f"gymjax bench: no benchmarks/ beside the gymjax package ({root}); the harness ships with the "
+            "source, not the wheel. Run it from a source checkout: `pip install -e .` there, then "
+            "`gymjax bench` or `python -m benchmarks`."
+        )
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    harness_cli = importlib.import_module("benchmarks.__main__")
+    return harness_cli.main(options)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gymjax", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="runs/demo", help="output folder (default: %(default)s)")
     p.set_defaults(run=demo)
 
+    # listed for --help only: main() hands `bench ...` to the harness, which parses its own options
+    commands.add_parser("bench", help="run the benchmark harness (python -m benchmarks; gymjax bench --help)")
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        return bench(argv[1:])
     args = parser.parse_args(argv)
     print(f"JAX {jax.__version__} on {jax.devices()[0].platform}", file=sys.stderr)
     return args.run(args)
