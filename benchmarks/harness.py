@@ -348,6 +348,13 @@ CONFIGS = {
 }
 
 
+# Observed on the 2-core CPU: at N=1024 an MJX step hung for good (every thread waiting,
+# the batched linear algebra of MJX's solver inside jaxlib's ParallelBatchMap).
+MJX_CPU_SIZES = (1, 16, 64, 256)
+MJX_CPU_REASON = ("MJX at N=1024 on a CPU hung (all threads waiting in jaxlib's batched linear algebra, "
+                  "ParallelBatchMap) in this harness's first full run; measured up to N=256 on CPU")
+
+
 def config_stack(
     name: str, build: Callable[..., Any], config: str, *, note: str, mjx_quick_reason: str, **kwargs: Any
 ) -> Stack:
@@ -360,6 +367,8 @@ def config_stack(
     if config != "mujoco":
         kwargs.setdefault("quick_sizes", ())
         kwargs.setdefault("quick_reason", mjx_quick_reason)
+        kwargs.setdefault("cpu_sizes", MJX_CPU_SIZES)
+        kwargs.setdefault("cpu_reason", MJX_CPU_REASON)
     kwargs.setdefault("ours", True)
     return Stack(f"{name} ({config})", functools.partial(build, **options), note=f"{note}; {words}", **kwargs)
 
