@@ -35,7 +35,10 @@ from benchmarks.report import pyplot, save, write_results  # noqa: E402
 from benchmarks.suites import env as env_suite  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
-BRAX_CPU_REFERENCE = 770.0  # Brax 0.14.2 ant, generalized backend, 256 envs, this CPU (issue #2)
+# Brax 0.14.2 ant, generalized backend, 256 envs, this CPU, as quoted in issue #2. That figure
+# includes a compile: Brax's step traces again on its second call. `python -m benchmarks` times
+# it after two calls and measures ~4,900 (results/bench-cpu.md); this script keeps the quote.
+BRAX_CPU_REFERENCE = 770.0
 
 
 def raw_step(n: int, solver: str | None, steps: int, repeats: int, **env_kwargs) -> dict:

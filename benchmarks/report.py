@@ -247,7 +247,8 @@ def _measured(stack: dict) -> dict[int, dict]:
 def plot_throughput(plt, report: dict, name: str, path: pathlib.Path) -> None:
     """Env steps/s against N, log-log, one line per stack (gymjax solid, peers dashed)."""
     fig, ax = plt.subplots(figsize=(10, 5.5))
-    for stack_name, stack in report["suites"][name]["stacks"].items():
+    colors = plt.get_cmap("tab20").colors  # one colour per stack (tab10 repeats past ten)
+    for i, (stack_name, stack) in enumerate(report["suites"][name]["stacks"].items()):
         by_n = _measured(stack)
         if not by_n:
             continue
@@ -256,7 +257,8 @@ def plot_throughput(plt, report: dict, name: str, path: pathlib.Path) -> None:
         lo = [by_n[n]["steps_per_s"]["spread"][0] for n in sizes]
         hi = [by_n[n]["steps_per_s"]["spread"][1] for n in sizes]
         (line,) = ax.plot(
-            sizes, median, marker="o", ms=4, ls="-" if stack["ours"] else "--", label=stack_name
+            sizes, median, marker="o", ms=4, ls="-" if stack["ours"] else "--", label=stack_name,
+            color=colors[i % len(colors)],
         )
         ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.15)
     ax.set_xscale("log", base=2)
