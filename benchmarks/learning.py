@@ -43,10 +43,16 @@ import sys
 import time
 import warnings
 
+if __package__ in (None, ""):  # run as a file: make `benchmarks` importable from the repo root
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
+
+from benchmarks.report import pyplot  # noqa: E402
+from benchmarks.suites.train import gymjax_ppo, sb3_ppo  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
@@ -80,51 +86,22 @@ N_ENVS_SB3 = 1
 
 
 def run_sb3(arm: str, seed: int, timesteps: int, backend: str) -> dict:
+    """The train suite's SB3 PPO run, with rl-zoo's Ant settings: VecNormalize, one env, a seed."""
     import gymnasium
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    torch.set_num_threads(1)
     if arm == "sb3_ant_v5":
         venv = DummyVecEnv([lambda: Monitor(gymnasium.make("Ant-v5")) for _ in range(N_ENVS_SB3)])
     else:
-        import gymjax  # noqa: F401
         from gymjax.wrappers.sb3 import SB3VecEnv
 
         venv = SB3VecEnv("JaxAnt-v0", num_envs=N_ENVS_SB3, backend=backend)
     venv = VecNormalize(venv, gamma=SB3_SETTINGS["gamma"])
-    start = time.perf_counter()
-
-    class Record(BaseCallback):
-        def __init__(self):
-            super().__init__()
-            self.episodes: list[dict] = []
-            self.iteration_starts: list[float] = []
-
-        def _on_rollout_start(self) -> None:
-            self.iteration_starts.append(time.perf_counter())
-
-        def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
-                if "episode" in info:
-                    self.episodes.append({"env_steps": self.num_timesteps, "wall_s": time.perf_counter() - start,
-                                          "return": float(info["episode"]["r"]), "length": int(info["episode"]["l"])})
-            return True
-
-    model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **SB3_SETTINGS)
-    record = Record()
-    model.learn(total_timesteps=timesteps, callback=record)
-    record.iteration_starts.append(time.perf_counter())
-    per_iteration = SB3_SETTINGS["n_steps"] * N_ENVS_SB3
-    starts = record.iteration_starts
-    rates = [per_iteration / (b - a) for a, b in zip(starts[1:-1], starts[2:])] or [
-        per_iteration / (b - a) for a, b in zip(starts[:-1], starts[1:])]
-    venv.close()
-    return {"episodes": record.episodes, "sps": float(np.median(rates)), "wall_s": time.perf_counter() - start,
-            "compile_s": 0.0}
+    settings = {k: v for k, v in SB3_SETTINGS.items() if k != "n_steps"}
+    run = sb3_ppo(timesteps, N_ENVS_SB3, env=venv, rollout=SB3_SETTINGS["n_steps"] * N_ENVS_SB3, seed=seed,
+                  ppo_kwargs=settings)
+    return {"episodes": run["episodes"], "sps": run["sps"], "wall_s": run["wall_s"], "compile_s": 0.0}
 
 
 def gymjax_config(arm: str, seed: int, timesteps: int):
@@ -149,22 +126,15 @@ def gymjax_config(arm: str, seed: int, timesteps: int):
 
 
 def run_gymjax(arm: str, seed: int, timesteps: int, backend: str) -> dict:
+    """The train suite's gymjax PPO run, reporting the training episodes of every epoch."""
     import gymjax
-    from gymjax.trainers.ppo import train
 
-    env = gymjax.make("JaxAnt-v0", backend=backend)
     config = gymjax_config(arm, seed, timesteps)
-    reports, start = [], time.perf_counter()
-
-    def progress(step, metrics):
-        reports.append({"env_steps": int(step), "wall_s": time.perf_counter() - start,
-                        "return": float(metrics["train/episode_return"]),
-                        "episodes": int(metrics["train/episodes"]), "sps": float(metrics["sps"]),
-                        "compile_s": metrics.get("time/compile_s")})
-
-    train(config, env, progress_fn=progress, progress_bar=False)
-    return {"reports": reports, "sps": float(np.median([r["sps"] for r in reports])),
-            "wall_s": time.perf_counter() - start, "compile_s": reports[0]["compile_s"],
+    run = gymjax_ppo(gymjax.make("JaxAnt-v0", backend=backend), config, progress_bar=False)
+    reports = [{"env_steps": int(c["env_steps"]), "wall_s": c["wall_s"], "return": float(c["train_return"]),
+                "episodes": int(c["train_episodes"]), "sps": float(c["sps"]), "compile_s": c["compile_s"]}
+               for c in run["curve"]]
+    return {"reports": reports, "sps": run["sps"], "wall_s": reports[-1]["wall_s"], "compile_s": run["compile_s"],
             "config": config.to_dict()}
 
 
@@ -330,10 +300,9 @@ def markdown(report: dict) -> str:
 
 
 def plot(report: dict, runs: dict[str, list[dict]], path: pathlib.Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
+    if plt is None:
+        return
     import matplotlib.ticker
 
     s = report["summary"]

@@ -92,6 +92,9 @@ def ppo_config(n: int, b: Budget, **changes):
 # -- gymjax PPO ---------------------------------------------------------------------------------
 
 
+TRAIN_METRICS = {"train_return": "train/episode_return", "train_episodes": "train/episodes"}
+
+
 def gymjax_ppo(env, config, progress_bar: bool = True) -> dict:
     """Trains gymjax PPO; ``sps_all`` has one figure per epoch (compile is done ahead of time)."""
     from gymjax.trainers.ppo import train
@@ -107,6 +110,8 @@ def gymjax_ppo(env, config, progress_bar: bool = True) -> dict:
                 "eval_return": metrics.get("eval/episode_return"),
                 "sps": metrics["sps"],
                 "compile_s": metrics.get("time/compile_s"),
+                # with log_training_metrics: the training episodes that ended in this epoch
+                **{key: metrics[name] for key, name in TRAIN_METRICS.items() if name in metrics},
             }
         )
 
@@ -276,11 +281,21 @@ def brax_ppo_stack(n: int, b: Budget, **env_kwargs) -> dict:
 # -- SB3 PPO ------------------------------------------------------------------------------------
 
 
-def sb3_ppo(timesteps: int, n_envs: int, env=None, rollout: int = 2048, torch_threads: int = 1) -> dict:
-    """SB3's PPO (defaults, MlpPolicy on CPU) on ``env`` (default: Gymnasium's Ant-v5 in a DummyVecEnv).
+def sb3_ppo(
+    timesteps: int,
+    n_envs: int,
+    env=None,
+    rollout: int = 2048,
+    torch_threads: int = 1,
+    seed: int = 0,
+    ppo_kwargs: dict | None = None,
+) -> dict:
+    """SB3's PPO (MlpPolicy on CPU; SB3's defaults unless ``ppo_kwargs``) on ``env``
+    (default: Gymnasium's Ant-v5 in a DummyVecEnv).
 
     ``rollout`` env steps per iteration over all envs (SB3's default 2048).
-    ``sps_all`` has one figure per iteration after the first (which warms up).
+    ``sps_all`` has one figure per iteration after the first (which warms up);
+    ``episodes`` has every training episode's return and length as it ended.
     One torch thread by default: SB3's 64-unit MLPs gain nothing from more, and
     on a loaded 2-core box OpenMP's waiting threads made each update ~15x slower.
     """
@@ -297,11 +312,16 @@ def sb3_ppo(timesteps: int, n_envs: int, env=None, rollout: int = 2048, torch_th
         def __init__(self):
             super().__init__()
             self.points: list[dict] = []
+            self.episodes: list[dict] = []
 
         def _on_rollout_start(self) -> None:
             self.points.append(self.point())
 
         def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.episodes.append({"env_steps": self.num_timesteps, "time": time.perf_counter(),
+                                          "return": float(info["episode"]["r"]), "length": int(info["episode"]["l"])})
             return True
 
         def point(self) -> dict:
@@ -316,7 +336,7 @@ def sb3_ppo(timesteps: int, n_envs: int, env=None, rollout: int = 2048, torch_th
     if env is None:
         env = DummyVecEnv([lambda: Monitor(gymnasium.make("Ant-v5")) for _ in range(n_envs)])
     n_steps = rollout // n_envs
-    model = PPO("MlpPolicy", env, n_steps=n_steps, seed=0, device="cpu", verbose=0)
+    model = PPO("MlpPolicy", env, n_steps=n_steps, seed=seed, device="cpu", verbose=0, **(ppo_kwargs or {}))
     clock = Clock()
     start = time.perf_counter()
     model.learn(total_timesteps=timesteps, callback=clock)
@@ -337,6 +357,10 @@ def sb3_ppo(timesteps: int, n_envs: int, env=None, rollout: int = 2048, torch_th
         "n_steps": n_steps,
         "timesteps": timesteps,
         "curve": curve,
+        "episodes": [
+            {"env_steps": e["env_steps"], "wall_s": e["time"] - start, "return": e["return"], "length": e["length"]}
+            for e in clock.episodes
+        ],
     }
 
 
