@@ -43,14 +43,14 @@ def test_train_eval_render_resume(tmp_path, capsys):
     for step in ("3", "4"):
         shutil.rmtree(run_dir / "checkpoints" / step)
     assert main(["train", "--run-dir", str(run_dir), "--resume", "--quiet", "--no-video"]) == 0
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["1", "2", "3", "4"]
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit()) == ["1", "2", "3", "4"]
     # one row per epoch: the replayed epochs replaced their old rows
     assert [int(r["env_steps"]) for r in rows(run_dir / "metrics.csv")] == [128, 256, 384, 512]
 
 
 def test_train_refuses_to_overwrite_or_mix(tmp_path):
     run_dir = tmp_path / "run"
-    (run_dir).mkdir()
+    (run_dir / "checkpoints" / "1").mkdir(parents=True)  # a run that saved a checkpoint
     (run_dir / "run.json").write_text("{}")
     with pytest.raises(SystemExit, match="already holds a run"):
         main(["train", *TINY_FLAGS, "--run-dir", str(run_dir)])

@@ -12,8 +12,6 @@ Run directory layout (written by ``gymjax train``)::
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import pathlib
 from collections.abc import Callable
@@ -24,6 +22,7 @@ import numpy as np
 from tqdm import tqdm
 
 from gymjax.core import Env
+from gymjax.trainers.loggers import read_rows
 
 
 def read_metrics(path: pathlib.Path) -> list[dict[str, float]]:
@@ -34,12 +33,7 @@ def read_metrics(path: pathlib.Path) -> list[dict[str, float]]:
             return math.nan
         return float(value)
 
-    if path.suffix == ".jsonl":
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    else:
-        with path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-    return [{k: number(v) for k, v in row.items()} for row in rows]
+    return [{k: number(v) for k, v in row.items()} for row in read_rows(path)[1]]
 
 
 def plot_learning_curve(rows: list[dict[str, float]], path: pathlib.Path, title: str) -> pathlib.Path:

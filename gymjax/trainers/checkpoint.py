@@ -1,4 +1,4 @@
-"""Checkpoints with orbax-checkpoint's ``CheckpointManager``.
+"""Checkpoints with orbax-checkpoint's ``CheckpointManager``, kept safe around it.
 
 A checkpoint has three items, each in its own subdirectory of a step directory
 ``<root>/<step>/``:
@@ -8,25 +8,72 @@ A checkpoint has three items, each in its own subdirectory of a step directory
 - ``policy``: just what the policy needs, so a policy loads without the env or
   the trainer;
 - ``meta``: JSON with the config, counters (the env-step counter as a JSON
-  integer: 64-bit and beyond) and the action space.
+  integer: 64-bit and beyond), the action space and the ``run_id`` of the run
+  that wrote it.
 
-Orbax writes a step into a temporary directory and renames it when complete,
-so a run killed during a save leaves the previous checkpoints intact and the
-half-written one invisible: restoring picks the latest *complete* step.
+What this module guarantees on top of orbax:
+
+- **A half-written step is invisible.** Orbax writes a step into a temporary
+  directory and renames it when complete; a kill during a save leaves the
+  earlier steps intact.
+- **One writer per directory.** A :class:`Checkpointer` holds an exclusive
+  ``fcntl`` lock on ``<root>/.lock`` while it is open; a second writer is
+  refused with the holder's pid and command. The kernel drops the lock when
+  the holder dies, so a killed run never leaves a stale lock.
+- **No run's steps are deleted or mixed by another.** A fresh run refuses a
+  directory that already holds steps; a resumed run refuses steps written by
+  another run (their ``run_id`` differs), since ``max_to_keep`` would delete
+  them and ``latest_step`` would mix them in.
+- **Nothing is lost when a run goes back in time.** Steps newer than the one a
+  run resumes from (damaged ones, or a branch's future) are renamed to
+  ``<step>.damaged-N`` / ``<step>.superseded-N``, which orbax ignores, not deleted.
+- **Readers fall back.** :func:`restore` tries the newest step first and, when
+  it is damaged (a truncated file, an item missing, an empty directory), warns
+  with the step and the reason and takes the next older one. A step deleted
+  under a reader by the writer's ``max_to_keep`` is skipped without a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
+import json
+import logging
 import os
 import pathlib
+import shlex
+import socket
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import orbax.checkpoint as ocp
 
 STATE, POLICY, META = "state", "policy", "meta"
+LOCK_FILE = ".lock"
 # Reading opens a manager that creates and deletes nothing.
 _READ = ocp.CheckpointManagerOptions(create=False)
+
+# Orbax logs a WARNING for every step directory without its metadata file
+# (an empty or damaged step); this module reports those itself, once, clearly.
+logging.getLogger("absl").addFilter(lambda record: "Metadata file does not exist" not in record.getMessage())
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be used; the message names the directory, the step and the reason."""
+
+
+class IncompatibleCheckpoint(CheckpointError, ValueError):
+    """The checkpoint is intact but belongs to another env, space or network shape."""
+
+
+class DirectoryInUse(CheckpointError):
+    """Another process holds the directory's writer lock."""
 
 
 @dataclasses.dataclass
@@ -36,80 +83,305 @@ class Checkpoint:
     state: Any
     policy: Any
     meta: dict[str, Any]
+    step: int | None = None  # the step it was read from
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+# -- the directory's steps, read without orbax -----------------------------------------
+
+
+def step_dirs(root: pathlib.Path) -> list[int]:
+    """The steps under ``root``: directories named by an integer (orbax's temporary ones excluded)."""
+    if not root.is_dir():
+        return []
+    return sorted(int(p.name) for p in root.iterdir() if p.name.isdigit() and p.is_dir())
+
+
+def _step_meta(root: pathlib.Path, step: int) -> dict[str, Any] | None:
+    """A step's ``meta`` JSON, or None when it cannot be read (a damaged step)."""
+    try:
+        return json.loads((root / str(step) / META / "metadata").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _summary(root: pathlib.Path, steps: list[int]) -> str:
+    """``steps 1, 2, 3 (env step 1,536, run 1a2b3c4d)``: what a directory holds, for error messages."""
+    latest = _step_meta(root, steps[-1]) or {}
+    detail = f"env step {latest['env_steps']:,}" if "env_steps" in latest else "unreadable metadata"
+    if latest.get("run_id"):
+        detail += f", run {latest['run_id'][:8]}"
+    return f"step{'s' if len(steps) > 1 else ''} {', '.join(map(str, steps))} ({detail})"
+
+
+def _set_aside(root: pathlib.Path, step: int, why: str) -> pathlib.Path:
+    """Renames step ``step`` to ``<step>.<why>-N`` (orbax lists only integer names): kept, not deleted."""
+    n = 1
+    while (target := root / f"{step}.{why}-{n}").exists():
+        n += 1
+    os.replace(root / str(step), target)
+    return target
+
+
+# -- the writer lock ---------------------------------------------------------------------
+
+
+class DirectoryLock:
+    """An exclusive ``fcntl.flock`` on ``<directory>/.lock``, released on :meth:`release` or process death.
+
+    The lock file holds the holder's pid, host, start time and command line, so
+    a refused second process can say who holds it.
+    """
+
+    def __init__(self, directory: str | os.PathLike, what: str = "directory"):
+        self.path = pathlib.Path(directory) / LOCK_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(self._fd, 4096).decode(errors="replace").strip() or "another process"
+            os.close(self._fd)
+            raise DirectoryInUse(
+                f"{self.path.parent} is in use by {holder}; one process at a time writes a {what} "
+                f"(wait for it to finish or stop it first)"
+            ) from None
+        command = " ".join(shlex.quote(a) for a in sys.argv) or sys.executable
+        holder = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}"
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, holder.encode() + b"\n", 0)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = -1
+
+
+# -- writing -----------------------------------------------------------------------------
 
 
 class Checkpointer:
-    """Saves numbered checkpoints under ``directory``, keeping the last ``max_to_keep``."""
+    """Saves numbered checkpoints under ``directory``, keeping the last ``max_to_keep``.
 
-    def __init__(self, directory: str | os.PathLike, max_to_keep: int | None = 3):
+    Args:
+        directory: the checkpoint root; created if missing.
+        max_to_keep: steps kept (None: all).
+        run_id: the id written into every step's meta; steps in ``directory``
+            with another id are refused. Default: a new id (a fresh run).
+        resumed_from: the step this run continues from, or None for a fresh run.
+            A fresh run refuses a directory that holds any step; a resumed run
+            sets aside the steps after ``resumed_from``.
+
+    Raises:
+        DirectoryInUse: another process writes to ``directory``.
+        CheckpointError: ``directory`` holds another run's steps.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        max_to_keep: int | None = 3,
+        *,
+        run_id: str | None = None,
+        resumed_from: int | None = None,
+    ):
         self.directory = pathlib.Path(directory).absolute()
-        options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True)
-        self.manager = ocp.CheckpointManager(self.directory, options=options)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise CheckpointError(f"checkpoint directory {self.directory} is a file")
+        self.run_id = run_id or new_run_id()
+        self.lock = DirectoryLock(self.directory, "checkpoint directory")
+        try:
+            self.set_aside = self._claim(resumed_from)
+            options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True)
+            self.manager = ocp.CheckpointManager(self.directory, options=options)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _claim(self, resumed_from: int | None) -> list[pathlib.Path]:
+        """Checks that the directory's steps are this run's; sets aside those after ``resumed_from``."""
+        steps = step_dirs(self.directory)
+        if resumed_from is None:
+            if steps:
+                raise CheckpointError(
+                    f"{self.directory} already holds checkpoint {_summary(self.directory, steps)} of another "
+                    f"run; a new run needs an empty directory (resume that run instead, or pick another directory)"
+                )
+            return []
+        foreign = []
+        for step in steps:
+            meta = _step_meta(self.directory, step)
+            if meta is not None and meta.get("run_id") != self.run_id:
+                foreign.append(step)
+        if foreign:
+            raise CheckpointError(
+                f"{self.directory} holds checkpoint {_summary(self.directory, foreign)} written by another run "
+                f"than the one being resumed; resume into an empty directory or that run's own"
+            )
+        moved = []
+        for step in steps:
+            if step > resumed_from:
+                why = "damaged" if _step_meta(self.directory, step) is None else "superseded"
+                moved.append(_set_aside(self.directory, step, why))
+        if moved:
+            warnings.warn(
+                f"resuming from step {resumed_from}: set aside the later checkpoints as "
+                f"{', '.join(p.name for p in moved)} in {self.directory} (kept, not deleted)",
+                stacklevel=3,
+            )
+        return moved
 
     def save(self, step: int, checkpoint: Checkpoint) -> pathlib.Path:
-        """Writes ``checkpoint`` as step ``step`` and waits until it is complete on disk."""
+        """Writes ``checkpoint`` as step ``step`` and waits until it is complete on disk.
+
+        Raises :class:`CheckpointError` naming the step and the intact steps
+        when the disk is full or not writable.
+        """
+        meta = {**checkpoint.meta, "run_id": self.run_id}
         args = ocp.args.Composite(
             **{
                 STATE: ocp.args.StandardSave(checkpoint.state),
                 POLICY: ocp.args.StandardSave(checkpoint.policy),
-                META: ocp.args.JsonSave(checkpoint.meta),
+                META: ocp.args.JsonSave(meta),
             }
         )
-        self.manager.save(step, args=args, force=True)
-        self.manager.wait_until_finished()
+        try:
+            self.manager.save(step, args=args, force=True)
+            self.manager.wait_until_finished()
+        except Exception as e:
+            cause = _os_error(e)
+            if cause is None:
+                raise
+            intact = [s for s in step_dirs(self.directory) if s != step]
+            raise CheckpointError(
+                f"could not write checkpoint step {step} to {self.directory}: {os.strerror(cause.errno)}"
+                f"{' (' + cause.filename + ')' if cause.filename else ''}; intact checkpoints: "
+                f"{', '.join(map(str, intact)) or 'none'}"
+            ) from None
         return self.directory / str(step)
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
 
     def close(self) -> None:
-        self.manager.close()
+        with contextlib.suppress(Exception):  # a close after a failed save must not hide that failure
+            self.manager.close()
+        self.lock.release()
 
 
-def resolve(path: str | os.PathLike) -> tuple[pathlib.Path, int]:
-    """``(root, step)`` for a checkpoint root (its latest complete step) or one step's directory."""
+def _os_error(error: BaseException) -> OSError | None:
+    """The disk-level cause (disk full, quota, read-only, permission) inside an orbax/tensorstore error."""
+    disk = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in disk:
+            return seen
+        text = str(seen)
+        for code in disk:
+            if os.strerror(code) in text:
+                return OSError(code, os.strerror(code))
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+Targets = Callable[[dict[str, Any]], tuple[Any, Any]]
+
+
+def resolve(path: str | os.PathLike) -> tuple[pathlib.Path, list[int]]:
+    """``(root, candidate steps, newest first)`` for a checkpoint root or one step's directory."""
     path = pathlib.Path(path).absolute()
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    if path.name.isdigit() and (path / META).exists():
-        return path.parent, int(path.name)
-    manager = ocp.CheckpointManager(path, options=_READ)
-    step = manager.latest_step()
-    manager.close()
-    if step is None:
+    if not path.is_dir():
+        raise CheckpointError(f"{path} is a file; expected a checkpoint directory or one step's directory")
+    if path.name.isdigit() and not step_dirs(path) and (path / META).exists():
+        return path.parent, [int(path.name)]
+    steps = step_dirs(path)
+    if not steps:
         raise FileNotFoundError(f"{path} holds no complete checkpoint (expected numbered step directories)")
-    return path, step
+    return path, steps[::-1]
 
 
 def restore(
-    path: str | os.PathLike, state_target: Any = None, policy_target: Any = None, *, with_state: bool = True
+    path: str | os.PathLike,
+    state_target: Any = None,
+    policy_target: Any = None,
+    *,
+    with_state: bool = True,
+    targets: Targets | None = None,
 ) -> Checkpoint:
-    """Reads a checkpoint (see :func:`resolve` for ``path``).
+    """Reads the newest intact checkpoint at ``path`` (a checkpoint root, or one step's directory).
 
     ``state_target`` and ``policy_target`` give the pytree structure to restore
-    into (arrays or ``jax.ShapeDtypeStruct`` s); ``with_state=False`` skips the
-    training state, which is all a policy needs.
+    into (arrays or ``jax.ShapeDtypeStruct`` s); or ``targets(meta)`` returns
+    both from the step's metadata. ``with_state=False`` skips the training
+    state, which is all a policy needs.
+
+    A damaged newest step (truncated file, missing item, empty directory) is
+    skipped with a warning naming it; a step deleted while reading (the
+    writer's ``max_to_keep``) is skipped silently. One step's directory is
+    read as it is, or fails with a :class:`CheckpointError` naming it.
     """
-    root, step = resolve(path)
-    items: dict[str, Any] = {
-        POLICY: ocp.args.StandardRestore(policy_target),
-        META: ocp.args.JsonRestore(),
-    }
-    if with_state:
-        items[STATE] = ocp.args.StandardRestore(state_target)
+    root, candidates = resolve(path)
+    failures = []
+    for step in candidates:
+        try:
+            checkpoint = _restore_step(root, step, state_target, policy_target, with_state, targets)
+        except IncompatibleCheckpoint:
+            raise  # not damage: an older step of the same run would not fit either
+        except Exception as e:  # orbax, tensorstore and JSON errors alike: the step is unusable
+            if not (root / str(step)).exists():
+                continue  # deleted under us by a writer's max_to_keep: a newer step exists
+            reason = _reason(e)
+            failures.append(f"step {step}: {reason}")
+            if len(candidates) > 1:
+                warnings.warn(f"checkpoint {root / str(step)} is damaged ({reason}); trying an older step", stacklevel=2)
+            continue
+        if failures:
+            warnings.warn(f"using checkpoint step {step} of {root}: the newer steps are damaged", stacklevel=2)
+        return checkpoint
+    raise CheckpointError(f"no intact checkpoint in {root}: " + "; ".join(failures or ["every step vanished"]))
+
+
+def _restore_step(root, step, state_target, policy_target, with_state, targets) -> Checkpoint:
     manager = ocp.CheckpointManager(root, options=_READ)
     try:
+        meta = manager.restore(step, args=ocp.args.Composite(**{META: ocp.args.JsonRestore()}))[META]
+        if not isinstance(meta, dict):
+            raise CheckpointError(f"{META} item is not a JSON object")
+        if targets is not None:
+            state_target, policy_target = targets(meta)
+        items: dict[str, Any] = {POLICY: ocp.args.StandardRestore(policy_target)}
+        if with_state:
+            items[STATE] = ocp.args.StandardRestore(state_target)
         restored = manager.restore(step, args=ocp.args.Composite(**items))
     finally:
         manager.close()
-    return Checkpoint(state=restored.get(STATE) if with_state else None, policy=restored[POLICY], meta=restored[META])
+    state = restored[STATE] if with_state else None
+    return Checkpoint(state=state, policy=restored[POLICY], meta=meta, step=step)
+
+
+def _reason(error: BaseException) -> str:
+    """One line for a failed read: the exception's first line, file paths kept, tracebacks dropped."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    if len(first) > 300:
+        first = first[:300] + "..."
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def read_meta(path: str | os.PathLike) -> dict[str, Any]:
-    """Only the JSON metadata of a checkpoint."""
-    root, step = resolve(path)
-    manager = ocp.CheckpointManager(root, options=_READ)
-    try:
-        return manager.restore(step, args=ocp.args.Composite(**{META: ocp.args.JsonRestore()}))[META]
-    finally:
-        manager.close()
+    """The JSON metadata of the newest checkpoint at ``path`` whose metadata reads."""
+    root, candidates = resolve(path)
+    for step in candidates:
+        meta = _step_meta(root, step)
+        if meta is not None:
+            return {**meta, "step": step}
+    raise CheckpointError(f"no readable checkpoint metadata in {root} (steps {', '.join(map(str, candidates))})")

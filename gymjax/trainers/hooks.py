@@ -3,7 +3,7 @@
 A hook subclasses :class:`Hook` and overrides the points it cares about. The
 trainer calls them, in the order given, from Python between compiled epochs::
 
-    before_epoch -> [compiled epoch] -> after_eval (if an eval ran) -> after_epoch
+    before_training -> before_epoch -> [compiled epoch] -> after_eval (if an eval ran) -> after_epoch
                  -> after_checkpoint (if a checkpoint was written) ... -> close
 
 Loggers (:mod:`gymjax.trainers.loggers`) are hooks that write ``after_epoch``'s
@@ -38,6 +38,9 @@ class Progress:
 class Hook:
     """Does nothing at every point; override the ones you need."""
 
+    def before_training(self, progress: Progress, resumed: bool) -> None:
+        """Once, before the first epoch; ``resumed``: the run continues a checkpoint at ``progress``."""
+
     def before_epoch(self, progress: Progress) -> None:
         pass
 
@@ -62,6 +65,10 @@ class Hooks(Hook):
             if not isinstance(hook, Hook):
                 raise TypeError(f"hooks must be gymjax.trainers.hooks.Hook instances, got {hook!r}")
         self.hooks = tuple(hooks)
+
+    def before_training(self, progress, resumed):
+        for hook in self.hooks:
+            hook.before_training(progress, resumed)
 
     def before_epoch(self, progress):
         for hook in self.hooks:

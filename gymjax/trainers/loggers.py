@@ -13,6 +13,7 @@ import json
 import math
 import os
 import pathlib
+import warnings
 from typing import Any
 
 from tqdm import tqdm
@@ -37,12 +38,35 @@ class ConsoleLogger(Hook):
         tqdm.write("  ".join(parts))
 
 
-class JSONLLogger(Hook):
-    """Appends one JSON object per epoch to ``path``; a resumed run appends to the same file."""
+class _FileLogger(Hook):
+    """A metrics file that belongs to one run: a fresh run refuses a file with rows; a resumed run
+    drops the rows logged after its checkpoint (those epochs are replayed)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = pathlib.Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def before_training(self, progress: Progress, resumed: bool) -> None:
+        if resumed:
+            dropped = drop_rows_after(self.path, progress.env_steps)
+            if dropped:
+                tqdm.write(f"resuming: {dropped} rows of {self.path.name} logged after env step "
+                           f"{progress.env_steps:,} are replayed")
+            return
+        _, rows = read_rows(self.path)
+        if rows:
+            raise ValueError(
+                f"{self.path} already holds {len(rows)} rows of another run (up to env step "
+                f"{rows[-1].get('env_steps')}); log a new run to a new file, or resume that run"
+            )
+
+
+class JSONLLogger(_FileLogger):
+    """Appends one JSON object per epoch to ``path``; a resumed run appends to the same file.
+
+    Each row goes out in one ``write`` to a file opened for appending, so a kill
+    tears at most the last line, which readers drop with a warning.
+    """
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         row = {"env_steps": progress.env_steps, "epoch": progress.epoch}
@@ -51,7 +75,7 @@ class JSONLLogger(Hook):
             f.write(json.dumps(row) + "\n")
 
 
-class CSVLogger(Hook):
+class CSVLogger(_FileLogger):
     """Writes every epoch's metrics as a CSV row to ``path``.
 
     Columns are the union of all metric names seen (evaluation columns appear
@@ -61,12 +85,12 @@ class CSVLogger(Hook):
     """
 
     def __init__(self, path: str | os.PathLike):
-        self.path = pathlib.Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        super().__init__(path)
         self.rows: list[dict[str, Any]] = []
-        if self.path.exists():
-            with self.path.open(newline="") as f:
-                self.rows = list(csv.DictReader(f))
+
+    def before_training(self, progress: Progress, resumed: bool) -> None:
+        super().before_training(progress, resumed)
+        self.rows = read_rows(self.path)[1]
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         row = {"env_steps": progress.env_steps, "epoch": progress.epoch}
@@ -77,7 +101,7 @@ class CSVLogger(Hook):
 
 
 class TensorBoardLogger(Hook):
-    """Scalars for TensorBoard under ``logdir`` (needs ``tensorboardX``: ``pip install gymjax[train]``)."""
+    """Scalars for TensorBoard under ``logdir`` (needs ``tensorboardX``: ``pip install gymjax[tensorboard]``)."""
 
     def __init__(self, logdir: str | os.PathLike):
         try:
@@ -95,8 +119,50 @@ class TensorBoardLogger(Hook):
         self.writer.close()
 
 
+def read_rows(path: str | os.PathLike) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(columns, rows)`` of a CSV or JSONL metrics file (none if it does not exist).
+
+    A row that does not parse (a line torn by a kill or a full disk, or junk) is
+    dropped with a warning naming the file and the line, instead of blocking
+    every later read.
+    """
+    path = pathlib.Path(path)
+    if not path.exists():
+        return [], []
+    rows, bad = [], []
+    if path.suffix == ".jsonl":
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                int(row["env_steps"])
+            except (ValueError, TypeError, KeyError):
+                bad.append(number)
+                continue
+            rows.append(row)
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    else:
+        with path.open(newline="", errors="replace") as f:
+            reader = csv.DictReader(f)
+            columns = list(reader.fieldnames or [])
+            for row in reader:
+                # too few fields gives None values, too many a None key: a torn or foreign line
+                try:
+                    ok = None not in row and None not in row.values() and int(row["env_steps"]) >= 0
+                except (ValueError, TypeError, KeyError):
+                    ok = False
+                if ok:
+                    rows.append(row)
+                else:
+                    bad.append(reader.line_num)
+    if bad:
+        warnings.warn(f"{path}: dropped unreadable row(s) at line(s) {', '.join(map(str, bad))}", stacklevel=2)
+    return columns, rows
+
+
 def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
-    """Removes rows logged after ``env_steps`` from a CSV or JSONL metrics file; returns how many.
+    """Removes rows logged after ``env_steps`` (and unreadable rows) from a metrics file; returns how many.
 
     A run resumed from a checkpoint older than its last logged epoch replays
     those epochs; dropping their old rows first keeps one row per epoch. The
@@ -105,18 +171,14 @@ def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
     path = pathlib.Path(path)
     if not path.exists():
         return 0
+    columns, rows = read_rows(path)
+    kept = [r for r in rows if int(r["env_steps"]) <= env_steps]
     if path.suffix == ".jsonl":
-        lines = [line for line in path.read_text().splitlines() if line.strip()]
-        kept = [line for line in lines if json.loads(line)["env_steps"] <= env_steps]
-        text, dropped = "".join(line + "\n" for line in kept), len(lines) - len(kept)
+        text = "".join(json.dumps(r) + "\n" for r in kept)
     else:
-        with path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            columns, rows = reader.fieldnames or [], list(reader)
-        kept = [r for r in rows if int(r["env_steps"]) <= env_steps]
-        text, dropped = _csv_text(columns, kept), len(rows) - len(kept)
+        text = _csv_text(columns, kept)
     _replace_text(path, text)
-    return dropped
+    return len(rows) - len(kept)
 
 
 def _csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 import jax
 
@@ -16,6 +17,7 @@ from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.networks import PolicyParams, PPOParams, action_space_from, make_networks
 from gymjax.trainers.ppo.train import PPOTrainer, Run, TrainingDiverged, train
+from gymjax.trainers.stopping import TrainingStopped
 
 __all__ = [
     "PPOConfig",
@@ -24,7 +26,9 @@ __all__ = [
     "PolicyParams",
     "Run",
     "TrainingDiverged",
+    "TrainingStopped",
     "load_policy",
+    "load_policy_and_meta",
     "train",
 ]
 
@@ -32,18 +36,31 @@ __all__ = [
 def load_policy(path: str | os.PathLike, deterministic: bool = True) -> Callable[..., jax.Array]:
     """An inference function ``policy(obs, key=None) -> action`` from a checkpoint.
 
-    ``path`` is a checkpoint directory (its latest complete step) or one step's
-    directory. Needs neither the env nor the trainer: the networks are rebuilt
-    from the checkpoint's config and action space. ``obs`` may be one
-    observation or a batch; a stochastic policy (``deterministic=False``)
-    needs ``key``.
+    ``path`` is a checkpoint directory (its newest intact step; a damaged one is
+    skipped with a warning, one deleted meanwhile by a training run's
+    ``max_to_keep`` silently) or one step's directory. Needs neither the env nor
+    the trainer: the networks are rebuilt from the checkpoint's config and
+    action space. ``obs`` may be one observation or a batch; a stochastic
+    policy (``deterministic=False``) needs ``key``.
     """
-    meta = ckpt.read_meta(path)
-    if meta.get("trainer") != "ppo":
-        raise ValueError(f"{path} is not a gymjax PPO checkpoint (trainer={meta.get('trainer')!r})")
-    config = PPOConfig.from_dict(meta["config"])
-    networks = make_networks(int(meta["obs_size"]), action_space_from(meta["action_space"]), config)
-    target = jax.eval_shape(networks.init, jax.random.PRNGKey(0)).policy_params()
-    params = ckpt.restore(path, policy_target=target, with_state=False).policy
-    policy = networks.make_policy(params, deterministic=deterministic)
-    return jax.jit(lambda obs, key=None: policy(obs, key)[0])
+    return load_policy_and_meta(path, deterministic)[0]
+
+
+def load_policy_and_meta(
+    path: str | os.PathLike, deterministic: bool = True
+) -> tuple[Callable[..., jax.Array], dict[str, Any]]:
+    """:func:`load_policy`, and the JSON metadata of the step it came from (env steps, config, ...)."""
+    networks = None
+
+    def targets(meta: dict[str, Any]) -> tuple[None, Any]:
+        nonlocal networks
+        if meta.get("trainer") != "ppo":
+            raise ckpt.IncompatibleCheckpoint(f"{path} is not a gymjax PPO checkpoint (trainer={meta.get('trainer')!r})")
+        config = PPOConfig.from_dict(meta["config"])
+        networks = make_networks(int(meta["obs_size"]), action_space_from(meta["action_space"]), config)
+        return None, jax.eval_shape(networks.init, jax.random.PRNGKey(0)).policy_params()
+
+    checkpoint = ckpt.restore(path, with_state=False, targets=targets)
+    policy = networks.make_policy(checkpoint.policy, deterministic=deterministic)
+    meta = {**checkpoint.meta, "step": checkpoint.step}
+    return jax.jit(lambda obs, key=None: policy(obs, key)[0]), meta

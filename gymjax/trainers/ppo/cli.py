@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import pathlib
+import shlex
+import shutil
 import typing
 from typing import Any
 
@@ -19,9 +22,16 @@ import numpy as np
 
 from gymjax import envs
 from gymjax.trainers import artifacts
-from gymjax.trainers.checkpoint import read_meta
-from gymjax.trainers.loggers import ConsoleLogger, CSVLogger, JSONLLogger, TensorBoardLogger, drop_rows_after
-from gymjax.trainers.ppo import PPOConfig, load_policy, train
+from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers.loggers import (
+    ConsoleLogger,
+    CSVLogger,
+    JSONLLogger,
+    TensorBoardLogger,
+    drop_rows_after,
+    read_rows,
+)
+from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, train
 from gymjax.trainers.ppo.acting import evaluate
 from gymjax.wrappers.training import VmapWrapper, single_env_stack
 
@@ -95,11 +105,42 @@ def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
 # -- the run directory -----------------------------------------------------------------
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _run_dir(text: str) -> pathlib.Path:
+    path = pathlib.Path(text)
+    if path.exists() and not path.is_dir():
+        raise SystemExit(f"--run-dir {path} is a file; expected a run directory")
+    return path
+
+
 def _read_run(run_dir: pathlib.Path) -> dict[str, Any]:
     path = run_dir / RUN_FILE
     if not path.exists():
         raise SystemExit(f"{run_dir} is not a gymjax run directory (no {RUN_FILE}); train into it first")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise SystemExit(f"{path} is not valid JSON ({e}); it records the run's env and config") from None
+
+
+def _write_run(run_dir: pathlib.Path, record: dict[str, Any]) -> None:
+    """run.json through a temporary file and an atomic rename: never half-written."""
+    tmp = run_dir / (RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(tmp, run_dir / RUN_FILE)
+
+
+def _logged_rows(run_dir: pathlib.Path) -> int:
+    return sum(len(read_rows(run_dir / f"metrics.{fmt}")[1]) for fmt in ("csv", "jsonl"))
 
 
 def _time_limited(env_id: str, env_kwargs: dict[str, Any], config: PPOConfig):
@@ -110,57 +151,153 @@ def _time_limited(env_id: str, env_kwargs: dict[str, Any], config: PPOConfig):
     return single_env_stack(env, agent_steps, config.action_repeat, None), agent_steps
 
 
-def train_command(args: argparse.Namespace) -> int:
-    run_dir = pathlib.Path(args.run_dir)
-    overrides = _config_overrides(args)
-    if args.resume:
-        run = _read_run(run_dir)
-        if overrides or args.env_kwargs:
-            raise SystemExit(f"--resume continues {run_dir} as configured in {RUN_FILE}; drop {sorted(overrides)}")
-        config = PPOConfig.from_dict(run["config"])
-        env_id, env_kwargs = run["env"], run["env_kwargs"]
-        metrics_format = run["metrics_format"]
-        restore = run_dir / CHECKPOINTS
-    else:
-        if (run_dir / RUN_FILE).exists():
-            raise SystemExit(f"{run_dir} already holds a run; pass --resume to continue it or pick another --run-dir")
-        env_id, env_kwargs = args.env, parse_env_kwargs(args.env_kwargs)
-        metrics_format = args.metrics_format
-        try:
-            config = PPOConfig(**overrides)
-        except ValueError as e:
-            raise SystemExit(f"invalid config: {e}") from None
-        run_dir.mkdir(parents=True, exist_ok=True)
-        record = {"env": env_id, "env_kwargs": env_kwargs, "metrics_format": metrics_format, "config": config.to_dict()}
-        (run_dir / RUN_FILE).write_text(json.dumps(record, indent=2) + "\n")
-        restore = None
+def _make_env(env_id: str, env_kwargs: dict[str, Any]):
+    try:
+        return envs.make(env_id, **env_kwargs)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SystemExit(f"cannot make {env_id} with {env_kwargs}: {e}") from None
 
-    metrics_path = run_dir / f"metrics.{metrics_format}"
-    if restore is not None:
-        dropped = drop_rows_after(metrics_path, read_meta(restore)["env_steps"])
-        if dropped:
-            print(f"resuming: {dropped} metric rows logged after the latest checkpoint will be replayed")
-    hooks = [CSVLogger(metrics_path) if metrics_format == "csv" else JSONLLogger(metrics_path)]
+
+def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[str, Any]):
+    """Checks a new run's env, config and directory; nothing is written yet."""
+    checkpoints = run_dir / CHECKPOINTS
+    if (run_dir / RUN_FILE).exists():
+        if ckpt.step_dirs(checkpoints) or _logged_rows(run_dir):
+            raise SystemExit(f"{run_dir} already holds a run; pass --resume to continue it or pick another --run-dir")
+        print(f"{run_dir}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
+    elif ckpt.step_dirs(checkpoints):
+        raise SystemExit(
+            f"{checkpoints} holds checkpoints {ckpt.step_dirs(checkpoints)} without a {RUN_FILE}: another "
+            f"run's; pick another --run-dir"
+        )
+    try:
+        config = PPOConfig(**overrides)
+    except ValueError as e:
+        raise SystemExit(f"invalid config: {e}") from None
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    env = _make_env(args.env, env_kwargs)
+    options = {"metrics_format": args.metrics_format, "tensorboard": args.tensorboard, "video": args.video}
+    record = {"env": args.env, "env_kwargs": env_kwargs, **options, "config": config.to_dict()}
+    return env, config, record, None
+
+
+def _resumed_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[str, Any]):
+    """A recorded run's env and config, extended when ``--timesteps`` is given; nothing is written yet."""
+    record = _read_run(run_dir)
+    changed = sorted(set(overrides) - {"num_timesteps"})
+    if changed or args.env_kwargs:
+        raise SystemExit(
+            f"--resume continues {run_dir} as configured in {RUN_FILE}; only --timesteps may change "
+            f"(to train longer): drop {changed + (['--env-kwargs'] if args.env_kwargs else [])}"
+        )
+    config = PPOConfig.from_dict(record["config"])
+    checkpoints = run_dir / CHECKPOINTS
+    restore = checkpoints if ckpt.step_dirs(checkpoints) else None
+    if restore is None:
+        print(f"{run_dir} has no checkpoint yet: starting its recorded run from scratch")
+    if "num_timesteps" in overrides and overrides["num_timesteps"] != config.num_timesteps:
+        config = _extended(config, overrides["num_timesteps"], ckpt.read_meta(checkpoints) if restore else None)
+        record = {**record, "config": config.to_dict()}
+    env = _make_env(record["env"], record["env_kwargs"])
+    return env, config, record, restore
+
+
+def _extended(config: PPOConfig, num_timesteps: int, meta: dict[str, Any] | None) -> PPOConfig:
+    """``config`` trained to ``num_timesteps``: epochs of the same size, as many as the new budget needs."""
+    done = int(meta["env_steps"]) if meta else 0
+    try:
+        extended = config.replace(num_timesteps=num_timesteps, epoch_iterations=config.iterations_per_epoch)
+    except ValueError as e:
+        raise SystemExit(f"invalid --timesteps: {e}") from None
+    if extended.total_env_steps <= done:
+        raise SystemExit(
+            f"--timesteps {num_timesteps:,} is not past the run's {done:,} env steps; pass a larger budget to "
+            f"train longer"
+        )
+    schedule = ""
+    if config.lr_schedule == "linear":
+        schedule = (
+            "; the linear learning-rate schedule is stretched to end at the new budget, so the learning rate "
+            f"steps up at env step {done:,} and then decays to 0 at {extended.total_env_steps:,}"
+        )
+    print(
+        f"training to {extended.total_env_steps:,} env steps (was {config.total_env_steps:,}): "
+        f"{extended.num_epochs} epochs of {extended.env_steps_per_epoch:,} steps in all{schedule}"
+    )
+    return extended
+
+
+def train_command(args: argparse.Namespace) -> int:
+    run_dir = _run_dir(args.run_dir)
+    overrides = _config_overrides(args)
+    # All checks first: a start that fails here leaves nothing behind.
+    if args.resume:
+        env, config, record, restore = _resumed_run(args, run_dir, overrides)
+    else:
+        env, config, record, restore = _fresh_run(args, run_dir, overrides)
+    created = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = ckpt.DirectoryLock(run_dir, "run directory")
+    except ckpt.DirectoryInUse as e:
+        raise SystemExit(str(e)) from None
+    try:
+        _write_run(run_dir, record)
+        return _train(args, run_dir, env, config, record, restore)
+    except BaseException:
+        if not args.resume and not ckpt.step_dirs(run_dir / CHECKPOINTS) and not _logged_rows(run_dir):
+            _remove_unstarted(run_dir, created)
+        raise
+    finally:
+        lock.release()
+
+
+def _remove_unstarted(run_dir: pathlib.Path, created: bool) -> None:
+    """Undoes a start that saved nothing, so the corrected command runs as if it were the first."""
+    for name in (RUN_FILE, "metrics.csv", "metrics.jsonl"):
+        (run_dir / name).unlink(missing_ok=True)
+    if created:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _train(args, run_dir, env, config, record, restore) -> int:
+    env_id = record["env"]
+    metrics_path = run_dir / f"metrics.{record['metrics_format']}"
+    if restore is None and args.resume:
+        drop_rows_after(metrics_path, 0)  # the epochs logged before a kill that came before any save
+    hooks = [CSVLogger(metrics_path) if record["metrics_format"] == "csv" else JSONLLogger(metrics_path)]
     if not args.quiet:
         hooks.append(ConsoleLogger())
-    if args.tensorboard:
+    if record.get("tensorboard") or args.tensorboard:
         hooks.append(TensorBoardLogger(run_dir / "tensorboard"))
-    env = envs.make(env_id, **env_kwargs)
-    make_policy, params, _ = train(
-        config,
-        env,
-        hooks=hooks,
-        checkpoint_dir=run_dir / CHECKPOINTS,
-        restore_checkpoint_path=restore,
-        progress_bar=not args.quiet,
-    )
-    curve = artifacts.plot_learning_curve(
-        artifacts.read_metrics(metrics_path), run_dir / "learning_curve.png", f"PPO on {env_id}"
-    )
-    print(f"learning curve: {curve}")
-    if args.video:
+    resume_hint = f"gymjax train --run-dir {shlex.quote(str(run_dir))} --resume"
+    try:
+        make_policy, params, _ = train(
+            config,
+            env,
+            hooks=hooks,
+            checkpoint_dir=run_dir / CHECKPOINTS,
+            restore_checkpoint_path=restore,
+            progress_bar=not args.quiet,
+        )
+    except TrainingStopped as e:
+        _plot(run_dir, metrics_path, env_id)
+        if e.checkpoint is None:
+            print(f"stopped at epoch {e.epoch}, before any checkpoint; run the same command again to start over")
+        else:
+            print(f"stopped at epoch {e.epoch}, env step {e.env_steps:,}; resume with: {resume_hint}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        steps = ckpt.step_dirs(run_dir / CHECKPOINTS)
+        where = f"the latest checkpoint is epoch {steps[-1]}" if steps else "no checkpoint was saved"
+        print(f"stopped at once, without saving the epoch in flight; {where}; resume with: {resume_hint}")
+        return 130
+    except ckpt.CheckpointError as e:
+        raise SystemExit(str(e)) from None
+    _plot(run_dir, metrics_path, env_id)
+    if record.get("video", True) and args.video:
         policy = make_policy(params, deterministic=True)
-        video_env, steps = _time_limited(env_id, env_kwargs, config)
+        video_env, steps = _time_limited(env_id, record["env_kwargs"], config)
         path, total = artifacts.record_video(
             video_env, lambda obs: policy(obs)[0], run_dir / "policy.mp4", seed=config.seed, max_steps=steps
         )
@@ -168,24 +305,35 @@ def train_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(run_dir: pathlib.Path, metrics_path: pathlib.Path, env_id: str) -> None:
+    rows = artifacts.read_metrics(metrics_path)
+    if rows:
+        curve = artifacts.plot_learning_curve(rows, run_dir / "learning_curve.png", f"PPO on {env_id}")
+        print(f"learning curve: {curve}")
+
+
 def _saved_policy(args: argparse.Namespace, deterministic: bool = True):
-    """A run directory's env id, latest policy, and its time-limited env."""
-    run_dir = pathlib.Path(args.run_dir)
+    """A run directory's env id, newest intact policy, its checkpoint's metadata and its time-limited env."""
+    run_dir = _run_dir(args.run_dir)
     run = _read_run(run_dir)
-    policy = load_policy(run_dir / CHECKPOINTS, deterministic=deterministic)
+    try:
+        policy, meta = load_policy_and_meta(run_dir / CHECKPOINTS, deterministic=deterministic)
+    except (FileNotFoundError, ckpt.CheckpointError) as e:
+        raise SystemExit(f"{run_dir}: {e}") from None
     env, steps = _time_limited(run["env"], run["env_kwargs"], PPOConfig.from_dict(run["config"]))
-    return run["env"], policy, env, steps
+    return run["env"], policy, meta, env, steps
 
 
 def eval_command(args: argparse.Namespace) -> int:
-    env_id, policy, env, steps = _saved_policy(args, deterministic=not args.stochastic)
+    env_id, policy, meta, env, steps = _saved_policy(args, deterministic=not args.stochastic)
     result = jax.jit(
         lambda key: evaluate(VmapWrapper(env), lambda obs, k: (policy(obs, k), {}), key, args.episodes, steps)
     )(jax.random.PRNGKey(args.seed))
     returns = np.asarray(result.episode_return)
     summary = {
         "env": env_id,
-        "env_steps": read_meta(pathlib.Path(args.run_dir) / CHECKPOINTS)["env_steps"],
+        "env_steps": meta["env_steps"],
+        "checkpoint_step": meta["step"],
         "episodes": args.episodes,
         "episode_return_mean": float(returns.mean()),
         "episode_return_std": float(returns.std()),
@@ -196,8 +344,11 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def render_command(args: argparse.Namespace) -> int:
-    _, policy, env, steps = _saved_policy(args)
-    out = pathlib.Path(args.out) if args.out else pathlib.Path(args.run_dir) / "policy.mp4"
+    out = pathlib.Path(args.out) if args.out else None
+    if out is not None and out.suffix.lower() != ".mp4":
+        raise SystemExit(f"--out {out}: expected a .mp4 path (the video is written with ffmpeg as MP4)")
+    _, policy, _, env, steps = _saved_policy(args)
+    out = out or pathlib.Path(args.run_dir) / "policy.mp4"
     path, total = artifacts.record_video(env, policy, out, seed=args.seed, max_steps=steps)
     print(f"video: {path} (episode return {total:.1f})")
     return 0
@@ -223,7 +374,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     p = commands.add_parser("eval", help="evaluate a run directory's latest checkpoint")
     p.add_argument("--run-dir", required=True)
-    p.add_argument("--episodes", type=int, default=16, help="episodes, played in parallel (default: %(default)s)")
+    p.add_argument("--episodes", type=_positive_int, default=16, help="episodes, played in parallel (default: %(default)s)")
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of the policy's mode")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=eval_command)

@@ -21,6 +21,10 @@ def _field(default: Any, help: str, **kwargs) -> Any:
 ACTIVATIONS = ("tanh", "relu", "swish", "elu")
 LR_SCHEDULES = ("constant", "linear")
 DISTRIBUTIONS = ("tanh_normal", "normal")
+# Env steps per compiled epoch at most, unless epoch_iterations says otherwise: Python
+# (progress, Ctrl-C, logging) gets control back at least this often, ~35 s for Ant on
+# 2 CPU cores with the C backend.
+MAX_EPOCH_ENV_STEPS = 250_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +86,11 @@ class PPOConfig:
     num_eval_envs: int = _field(16, "envs (one episode each) per evaluation")
     deterministic_eval: bool = _field(True, "evaluate the policy's mode instead of sampling")
     randomize_eval: bool = _field(False, "apply randomization_fn to evaluation too")
+    epoch_iterations: int | None = _field(
+        None,
+        "iterations per compiled epoch; a stop (Ctrl-C) waits for the epoch in flight (default: enough "
+        f"epochs for every evaluation and report, each at most {MAX_EPOCH_ENV_STEPS:,} env steps)",
+    )
     log_training_metrics: bool = _field(False, "report episode return/length from training rollouts")
     training_metrics_steps: int | None = _field(
         None, "env steps between training-metric reports (default: once per epoch)"
@@ -114,6 +123,8 @@ class PPOConfig:
             raise ValueError(f"gamma and gae_lambda must lie in [0, 1], got {self.gamma}, {self.gae_lambda}")
         if self.training_metrics_steps is not None and self.training_metrics_steps < 1:
             raise ValueError(f"training_metrics_steps must be positive, got {self.training_metrics_steps}")
+        if self.epoch_iterations is not None and self.epoch_iterations < 1:
+            raise ValueError(f"epoch_iterations must be positive or None, got {self.epoch_iterations}")
         if self.max_to_keep is not None and self.max_to_keep < 1:
             raise ValueError(f"max_to_keep must be positive or None, got {self.max_to_keep}")
 
@@ -124,23 +135,33 @@ class PPOConfig:
 
     @property
     def num_iterations(self) -> int:
-        return max(1, math.ceil(self.num_timesteps / self.env_steps_per_iteration))
-
-    @property
-    def num_epochs(self) -> int:
-        """Compiled epochs: enough for every evaluation and training-metric report."""
-        epochs = max(self.num_evals, 1)
-        if self.log_training_metrics and self.training_metrics_steps:
-            epochs = max(epochs, math.ceil(self.num_timesteps / self.training_metrics_steps))
-        return min(epochs, self.num_iterations)
+        """Whole iterations nearest to ``num_timesteps`` (at least one)."""
+        return max(1, round(self.num_timesteps / self.env_steps_per_iteration))
 
     @property
     def iterations_per_epoch(self) -> int:
-        return math.ceil(self.num_iterations / self.num_epochs)
+        """``epoch_iterations``, or the most that still gives every evaluation and report its epoch."""
+        if self.epoch_iterations is not None:
+            return min(self.epoch_iterations, self.num_iterations)
+        epochs = max(self.num_evals, 1, math.ceil(self.num_iterations * self.env_steps_per_iteration / MAX_EPOCH_ENV_STEPS))
+        if self.log_training_metrics and self.training_metrics_steps:
+            epochs = max(epochs, math.ceil(self.num_timesteps / self.training_metrics_steps))
+        return max(1, self.num_iterations // epochs)
+
+    @property
+    def num_epochs(self) -> int:
+        """Compiled epochs of ``iterations_per_epoch`` iterations, the total nearest ``num_iterations``."""
+        per_epoch = self.iterations_per_epoch
+        return max(1, (self.num_iterations + per_epoch // 2) // per_epoch)
 
     @property
     def env_steps_per_epoch(self) -> int:
         return self.iterations_per_epoch * self.env_steps_per_iteration
+
+    @property
+    def total_env_steps(self) -> int:
+        """The env steps a run trains for: ``num_timesteps`` rounded to whole epochs."""
+        return self.num_epochs * self.env_steps_per_epoch
 
     @property
     def minibatch_size(self) -> int:

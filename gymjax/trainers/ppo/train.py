@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
+import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +42,7 @@ from gymjax.trainers.ppo.networks import (
 )
 from gymjax.trainers.ppo.normalization import RewardNormalizer, normalize_rewards
 from gymjax.trainers.ppo.normalization import update as update_stats
+from gymjax.trainers.stopping import TrainingStopped, stop_on_signals
 from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
 
 AXIS = "devices"
@@ -71,6 +74,9 @@ class Run:
     env_steps: int = 0
     epoch: int = 0
     elapsed_s: float = 0.0  # wall time spent training, over all resumed sessions
+    run_id: str = dataclasses.field(default_factory=ckpt.new_run_id)  # written into every checkpoint
+    restored_step: int | None = None  # the checkpoint step it continues, None for a fresh run
+    last_metrics: Metrics = dataclasses.field(default_factory=dict)  # the latest epoch's
 
 
 def _unreplicate(tree):
@@ -168,7 +174,7 @@ class PPOTrainer:
             return optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
         return adam
 
-    def init(self) -> Run:
+    def init(self, run_id: str | None = None) -> Run:
         """A fresh run: new parameters, optimizer state and envs, from ``config.seed``."""
         key = jax.random.PRNGKey(self.config.seed)
         params_key, env_key, train_key = jax.random.split(key, 3)
@@ -178,7 +184,8 @@ class PPOTrainer:
         env_state = jax.jit(self.train_env.reset)(env_keys)
         reward_norm = RewardNormalizer.create(self.config.num_envs)
         keys = jax.random.split(train_key, len(self.devices))
-        return Run(state=self._replicate(params, opt_state, env_state, reward_norm, keys))
+        state = self._replicate(params, opt_state, env_state, reward_norm, keys)
+        return Run(state=state, run_id=run_id or ckpt.new_run_id())
 
     def _replicate(self, params, opt_state, env_state, reward_norm, keys) -> TrainingState:
         """Host pytrees -> one :class:`TrainingState` laid out ``[D, ...]``, one slice per device.
@@ -354,14 +361,41 @@ class PPOTrainer:
         }
         return ckpt.Checkpoint(state=host, policy=params.policy_params(), meta=meta)
 
-    def from_checkpoint(self, checkpoint: ckpt.Checkpoint) -> Run:
-        saved = PPOConfig.from_dict(checkpoint.meta["config"])
+    def check_compatible(self, meta: dict[str, Any]) -> None:
+        """Refuses a checkpoint this trainer cannot continue (another env, spaces or network shape).
+
+        Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
+        """
+        saved = PPOConfig.from_dict(meta["config"])
         for name in ("num_envs", "policy_hidden_sizes", "value_hidden_sizes", "activation", "policy_distribution"):
             if getattr(saved, name) != getattr(self.config, name):
-                raise ValueError(
+                raise ckpt.IncompatibleCheckpoint(
                     f"cannot resume: the checkpoint has {name}={getattr(saved, name)!r}, this config "
                     f"{getattr(self.config, name)!r}"
                 )
+        env_name = self.env_id or type(self.env).__name__
+        if meta.get("env_id") and self.env_id and meta["env_id"] != self.env_id:
+            raise ckpt.IncompatibleCheckpoint(f"cannot resume: the checkpoint was trained on {meta['env_id']}, not {self.env_id}")
+        if int(meta["obs_size"]) != self.networks.obs_size:
+            raise ckpt.IncompatibleCheckpoint(
+                f"cannot resume: the checkpoint's policy takes {meta['obs_size']} observations, {env_name} gives "
+                f"{self.networks.obs_size}"
+            )
+        action_space = describe_action_space(self.env.action_space)
+        if meta["action_space"] != action_space:
+            raise ckpt.IncompatibleCheckpoint(
+                f"cannot resume: the checkpoint's action space is {meta['action_space']}, {env_name}'s {action_space}"
+            )
+        if int(meta["num_devices"]) != len(self.devices):
+            warnings.warn(
+                f"the checkpoint was written on {meta['num_devices']} device(s), this process has "
+                f"{len(self.devices)}: training continues with new PRNG streams per device, so it will not "
+                f"reproduce a run that kept {meta['num_devices']}",
+                stacklevel=3,
+            )
+
+    def from_checkpoint(self, checkpoint: ckpt.Checkpoint) -> Run:
+        self.check_compatible(checkpoint.meta)
         state = checkpoint.state
         keys = jnp.asarray(state["keys"])
         if keys.shape[0] != len(self.devices):
@@ -369,7 +403,14 @@ class PPOTrainer:
             keys = jax.random.split(keys[0], len(self.devices))
         run_state = self._replicate(state["params"], state["opt_state"], state["env_state"], state["reward_norm"], keys)
         meta = checkpoint.meta
-        return Run(run_state, int(meta["env_steps"]), int(meta["epoch"]), float(meta.get("elapsed_s", 0.0)))
+        return Run(
+            run_state,
+            int(meta["env_steps"]),
+            int(meta["epoch"]),
+            float(meta.get("elapsed_s", 0.0)),
+            run_id=meta.get("run_id") or ckpt.new_run_id(),
+            restored_step=checkpoint.step,
+        )
 
     def checkpoint_targets(self, num_devices: int) -> tuple[Any, Any]:
         """The structures a checkpoint restores into: (state, policy), shapes only, nothing computed."""
@@ -389,10 +430,13 @@ class PPOTrainer:
         return state, params.policy_params()
 
     def restore(self, path: str | pathlib.Path) -> Run:
-        """A run continued from the checkpoint at ``path`` (a checkpoint root or one step)."""
-        meta = ckpt.read_meta(path)
-        state_target, policy_target = self.checkpoint_targets(int(meta["num_devices"]))
-        return self.from_checkpoint(ckpt.restore(path, state_target, policy_target))
+        """A run continued from the newest intact checkpoint at ``path`` (a checkpoint root or one step)."""
+
+        def targets(meta: dict[str, Any]) -> tuple[Any, Any]:
+            self.check_compatible(meta)  # before reading the state: a clear error, not a shape mismatch
+            return self.checkpoint_targets(int(meta["num_devices"]))
+
+        return self.from_checkpoint(ckpt.restore(path, targets=targets))
 
 
 def train(
@@ -435,22 +479,59 @@ def train(
     """
     trainer = PPOTrainer(config, env, eval_env, randomization_fn)
     hook = Hooks(hooks)
-    checkpointer = ckpt.Checkpointer(checkpoint_dir, config.max_to_keep) if checkpoint_dir else None
-    run = trainer.restore(restore_checkpoint_path) if restore_checkpoint_path is not None else trainer.init()
-    eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 1)
+    checkpointer = None
+    run = trainer.restore(restore_checkpoint_path) if restore_checkpoint_path is not None else None
+    try:
+        if checkpoint_dir:
+            # Locks the directory and refuses another run's steps before any training work.
+            checkpointer = ckpt.Checkpointer(
+                checkpoint_dir,
+                config.max_to_keep,
+                run_id=run.run_id if run else None,
+                resumed_from=run.restored_step if run else None,
+            )
+        if run is None:
+            run = trainer.init(run_id=checkpointer.run_id if checkpointer else None)
+        _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar)
+    finally:
+        hook.close()
+        if checkpointer:
+            checkpointer.close()
+    return trainer.networks.make_policy, trainer.policy_params(run), run.last_metrics
 
+
+def _train_loop(
+    trainer: PPOTrainer,
+    run: Run,
+    hook: Hooks,
+    checkpointer: ckpt.Checkpointer | None,
+    progress_fn: ProgressFn | None,
+    policy_params_fn: PolicyParamsFn | None,
+    progress_bar: bool,
+) -> None:
+    """Epochs until the budget is spent, or a signal asks to stop (then saves and raises TrainingStopped)."""
+    config = trainer.config
+    eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 1)
+    if progress_bar and config.total_env_steps != config.num_timesteps:
+        tqdm.write(
+            f"training {config.total_env_steps:,} env steps: num_timesteps={config.num_timesteps:,} rounded to "
+            f"{config.num_epochs} epochs x {config.iterations_per_epoch} iterations x "
+            f"{config.env_steps_per_iteration:,} steps (num_envs x unroll_length x action_repeat)",
+            file=sys.stderr,
+        )
+    hook.before_training(Progress(run.epoch, run.env_steps, config.num_epochs), resumed=run.restored_step is not None)
+    saved_epoch = run.epoch if run.restored_step is not None else None
     bar = tqdm(
-        total=config.num_epochs * config.env_steps_per_epoch,
-        initial=min(run.env_steps, config.num_epochs * config.env_steps_per_epoch),
+        total=config.total_env_steps,
+        initial=min(run.env_steps, config.total_env_steps),
         unit="step",
         unit_scale=True,
         desc="PPO",
         disable=not progress_bar,
     )
-    metrics: Metrics = {}
-    try:
+    with stop_on_signals() as stop, bar:
         compile_s = trainer.compile(run)
-        while run.epoch < config.num_epochs:
+        while run.epoch < config.num_epochs and stop.signum is None:
             hook.before_epoch(Progress(run.epoch, run.env_steps, config.num_epochs))
             start = time.perf_counter()
             metrics = trainer.run_epoch(run)
@@ -471,20 +552,20 @@ def train(
             metrics["time/elapsed_s"] = run.elapsed_s
             if compile_s is not None:
                 metrics["time/compile_s"], compile_s = compile_s, None
+            run.last_metrics = metrics
             hook.after_epoch(progress, metrics)
             if progress_fn is not None:
                 progress_fn(run.env_steps, metrics)
             if policy_params_fn is not None:
                 policy_params_fn(run.env_steps, trainer.networks.make_policy, params)
-            if checkpointer and (run.epoch % config.save_every_epochs == 0 or run.epoch == config.num_epochs):
+            due = run.epoch % config.save_every_epochs == 0 or run.epoch == config.num_epochs
+            if checkpointer and (due or stop.signum is not None):
                 path = checkpointer.save(run.epoch, trainer.to_checkpoint(run))
+                saved_epoch = run.epoch
                 hook.after_checkpoint(progress, path)
             bar.update(config.env_steps_per_epoch)
             shown = metrics.get("eval/episode_return", latest_train_return)
             bar.set_postfix(sps=f"{metrics['sps']:,.0f}", ret=f"{shown:.4g}")
-    finally:
-        bar.close()
-        hook.close()
-        if checkpointer:
-            checkpointer.close()
-    return trainer.networks.make_policy, trainer.policy_params(run), metrics
+    if stop.signum is not None:
+        saved = checkpointer.directory / str(saved_epoch) if checkpointer and saved_epoch is not None else None
+        raise TrainingStopped(stop.signum, run.epoch, run.env_steps, saved)
