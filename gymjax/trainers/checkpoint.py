@@ -84,6 +84,7 @@ class Checkpoint:
     policy: Any
     meta: dict[str, Any]
     step: int | None = None  # the step it was read from
+    damaged: tuple[int, ...] = ()  # newer steps that could not be read
 
 
 def new_run_id() -> str:
@@ -176,6 +177,7 @@ class Checkpointer:
         resumed_from: the step this run continues from, or None for a fresh run.
             A fresh run refuses a directory that holds any step; a resumed run
             sets aside the steps after ``resumed_from``.
+        damaged: steps known to be unreadable (named ``.damaged`` when set aside).
 
     Raises:
         DirectoryInUse: another process writes to ``directory``.
@@ -189,6 +191,7 @@ class Checkpointer:
         *,
         run_id: str | None = None,
         resumed_from: int | None = None,
+        damaged: tuple[int, ...] = (),
     ):
         self.directory = pathlib.Path(directory).absolute()
         if self.directory.exists() and not self.directory.is_dir():
@@ -196,14 +199,14 @@ class Checkpointer:
         self.run_id = run_id or new_run_id()
         self.lock = DirectoryLock(self.directory, "checkpoint directory")
         try:
-            self.set_aside = self._claim(resumed_from)
+            self.set_aside = self._claim(resumed_from, damaged)
             options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True)
             self.manager = ocp.CheckpointManager(self.directory, options=options)
         except BaseException:
             self.lock.release()
             raise
 
-    def _claim(self, resumed_from: int | None) -> list[pathlib.Path]:
+    def _claim(self, resumed_from: int | None, damaged: tuple[int, ...]) -> list[pathlib.Path]:
         """Checks that the directory's steps are this run's; sets aside those after ``resumed_from``."""
         steps = step_dirs(self.directory)
         if resumed_from is None:
@@ -226,7 +229,8 @@ class Checkpointer:
         moved = []
         for step in steps:
             if step > resumed_from:
-                why = "damaged" if _step_meta(self.directory, step) is None else "superseded"
+                unreadable = step in damaged or _step_meta(self.directory, step) is None
+                why = "damaged" if unreadable else "superseded"
                 moved.append(_set_aside(self.directory, step, why))
         if moved:
             warnings.warn(
@@ -332,6 +336,7 @@ def restore(
     """
     root, candidates = resolve(path)
     failures = []
+    damaged: list[int] = []
     for step in candidates:
         try:
             checkpoint = _restore_step(root, step, state_target, policy_target, with_state, targets)
@@ -342,12 +347,13 @@ def restore(
                 continue  # deleted under us by a writer's max_to_keep: a newer step exists
             reason = _reason(e)
             failures.append(f"step {step}: {reason}")
+            damaged.append(step)
             if len(candidates) > 1:
                 warnings.warn(f"checkpoint {root / str(step)} is damaged ({reason}); trying an older step", stacklevel=2)
             continue
         if failures:
             warnings.warn(f"using checkpoint step {step} of {root}: the newer steps are damaged", stacklevel=2)
-        return checkpoint
+        return dataclasses.replace(checkpoint, damaged=tuple(damaged))
     raise CheckpointError(f"no intact checkpoint in {root}: " + "; ".join(failures or ["every step vanished"]))
 
 

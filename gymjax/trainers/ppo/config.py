@@ -138,21 +138,34 @@ class PPOConfig:
         """Whole iterations nearest to ``num_timesteps`` (at least one)."""
         return max(1, round(self.num_timesteps / self.env_steps_per_iteration))
 
+    def _epochs(self) -> tuple[int, int]:
+        """``(num_epochs, iterations_per_epoch)``.
+
+        ``epoch_iterations`` if set; otherwise the fewest epochs that give every
+        evaluation and training-metric report an epoch of its own, hold at most
+        ``MAX_EPOCH_ENV_STEPS`` each, and miss ``num_iterations`` by at most 2%.
+        """
+        n = self.num_iterations
+        if self.epoch_iterations is not None:
+            size = min(self.epoch_iterations, n)
+            return max(1, round(n / size)), size
+        wanted = max(self.num_evals, 1, math.ceil(n * self.env_steps_per_iteration / MAX_EPOCH_ENV_STEPS))
+        if self.log_training_metrics and self.training_metrics_steps:
+            wanted = max(wanted, math.ceil(self.num_timesteps / self.training_metrics_steps))
+        for epochs in range(min(wanted, n), n + 1):
+            size = max(1, round(n / epochs))
+            if abs(epochs * size - n) <= 0.02 * n:
+                return epochs, size
+        return n, 1
+
     @property
     def iterations_per_epoch(self) -> int:
-        """``epoch_iterations``, or the most that still gives every evaluation and report its epoch."""
-        if self.epoch_iterations is not None:
-            return min(self.epoch_iterations, self.num_iterations)
-        epochs = max(self.num_evals, 1, math.ceil(self.num_iterations * self.env_steps_per_iteration / MAX_EPOCH_ENV_STEPS))
-        if self.log_training_metrics and self.training_metrics_steps:
-            epochs = max(epochs, math.ceil(self.num_timesteps / self.training_metrics_steps))
-        return max(1, self.num_iterations // epochs)
+        return self._epochs()[1]
 
     @property
     def num_epochs(self) -> int:
-        """Compiled epochs of ``iterations_per_epoch`` iterations, the total nearest ``num_iterations``."""
-        per_epoch = self.iterations_per_epoch
-        return max(1, (self.num_iterations + per_epoch // 2) // per_epoch)
+        """Compiled epochs of ``iterations_per_epoch`` iterations, together near ``num_iterations``."""
+        return self._epochs()[0]
 
     @property
     def env_steps_per_epoch(self) -> int:

@@ -76,6 +76,7 @@ class Run:
     elapsed_s: float = 0.0  # wall time spent training, over all resumed sessions
     run_id: str = dataclasses.field(default_factory=ckpt.new_run_id)  # written into every checkpoint
     restored_step: int | None = None  # the checkpoint step it continues, None for a fresh run
+    damaged_steps: tuple[int, ...] = ()  # newer steps of that checkpoint's directory that did not read
     last_metrics: Metrics = dataclasses.field(default_factory=dict)  # the latest epoch's
 
 
@@ -410,6 +411,7 @@ class PPOTrainer:
             float(meta.get("elapsed_s", 0.0)),
             run_id=meta.get("run_id") or ckpt.new_run_id(),
             restored_step=checkpoint.step,
+            damaged_steps=checkpoint.damaged,
         )
 
     def checkpoint_targets(self, num_devices: int) -> tuple[Any, Any]:
@@ -489,6 +491,7 @@ def train(
                 config.max_to_keep,
                 run_id=run.run_id if run else None,
                 resumed_from=run.restored_step if run else None,
+                damaged=run.damaged_steps if run else (),
             )
         if run is None:
             run = trainer.init(run_id=checkpointer.run_id if checkpointer else None)
