@@ -198,6 +198,7 @@ class Checkpointer:
             raise CheckpointError(f"checkpoint directory {self.directory} is a file")
         self.run_id = run_id or new_run_id()
         self.lock = DirectoryLock(self.directory, "checkpoint directory")
+        _quiet_closed_loop_callbacks()
         try:
             self.set_aside = self._claim(resumed_from, damaged)
             options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True)
@@ -255,18 +256,25 @@ class Checkpointer:
             }
         )
         try:
-            self.manager.save(step, args=args, force=True)
-            self.manager.wait_until_finished()
+            with _held_logs() as held:
+                self.manager.save(step, args=args, force=True)
+                self.manager.wait_until_finished()
         except Exception as e:
-            cause = _os_error(e)
+            cause = disk_error(e)
             if cause is None:
+                _emit(held)
                 raise
+            # Orbax's background threads, and asyncio for its abandoned tasks, go on logging this
+            # failure with tracebacks until the manager closes; it is reported here, once.
+            for name in ("absl", "asyncio"):
+                logging.getLogger(name).addFilter(_not_disk_failure)
             intact = [s for s in step_dirs(self.directory) if s != step]
             raise CheckpointError(
                 f"could not write checkpoint step {step} to {self.directory}: {os.strerror(cause.errno)}"
                 f"{' (' + cause.filename + ')' if cause.filename else ''}; intact checkpoints: "
                 f"{', '.join(map(str, intact)) or 'none'}"
             ) from None
+        _emit(held)
         return self.directory / str(step)
 
     def latest_step(self) -> int | None:
@@ -278,7 +286,59 @@ class Checkpointer:
         self.lock.release()
 
 
-def _os_error(error: BaseException) -> OSError | None:
+@contextlib.contextmanager
+def _held_logs():
+    """Holds back the absl log records orbax emits during a save (on a full disk, four tracebacks
+    from its background threads), so the caller decides: one line for a disk error, all else re-emitted."""
+    held: list[logging.LogRecord] = []
+    logger = logging.getLogger("absl")
+
+    def hold(record: logging.LogRecord) -> bool:
+        held.append(record)
+        return False
+
+    logger.addFilter(hold)
+    try:
+        yield held
+    finally:
+        logger.removeFilter(hold)
+
+
+def _quiet_closed_loop_callbacks() -> None:
+    """Installed once a process saves checkpoints. After a failed save, tensorstore's pending writes
+    call back into orbax's closed event loop,
+    and Python prints each "Event loop is closed" with a traceback (through ``sys.excepthook`` or
+    ``sys.unraisablehook``, depending on the thread). Those writes are doomed and the failure is
+    already reported: swallow exactly that error, pass everything else on."""
+
+    if getattr(sys.excepthook, "gymjax_quiet", False):
+        return
+
+    def closed_loop(error: BaseException | None) -> bool:
+        return isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
+
+    previous_except, previous_unraisable = sys.excepthook, sys.unraisablehook
+    def excepthook(kind, value, tb):
+        if not closed_loop(value):
+            previous_except(kind, value, tb)
+
+    excepthook.gymjax_quiet = True
+    sys.excepthook = excepthook
+    sys.unraisablehook = lambda u: None if closed_loop(u.exc_value) else previous_unraisable(u)
+
+
+def _not_disk_failure(record: logging.LogRecord) -> bool:
+    error = record.exc_info[1] if record.exc_info else None
+    return not ((error is not None and disk_error(error)) or disk_error(RuntimeError(record.getMessage())))
+
+
+def _emit(records: list[logging.LogRecord]) -> None:
+    logger = logging.getLogger("absl")
+    for record in records:
+        logger.handle(record)
+
+
+def disk_error(error: BaseException) -> OSError | None:
     """The disk-level cause (disk full, quota, read-only, permission) inside an orbax/tensorstore error."""
     disk = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
     seen: BaseException | None = error

@@ -263,29 +263,27 @@ def test_a_torn_metrics_row_is_dropped_with_a_warning(tmp_path, fmt):
     assert [int(r["env_steps"]) for r in read_rows(path)[1]] == [EPOCH * (i + 1) for i in range(5)]
 
 
-def test_a_full_disk_gives_one_line_naming_the_intact_checkpoints(tmp_path):
+def test_a_full_disk_gives_one_line_and_the_run_resumes_once_there_is_room(tmp_path, reference):
     mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True).returncode:
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
-
-        class FillDiskAfter(Hook):
-            def after_checkpoint(self, progress, path):
-                if progress.epoch == 2:
-                    with open(mount / "filler", "wb") as f, pytest.raises(OSError):
-                        while True:
-                            f.write(b"\0" * 65536)
-                            f.flush()
-
-        with pytest.raises(ckpt.CheckpointError) as error:
-            train(TINY, ENV, hooks=[FillDiskAfter()], checkpoint_dir=mount / "ck", progress_bar=False)
-        message = str(error.value)
-        assert "could not write checkpoint step 3" in message and "No space left on device" in message
-        assert message.endswith("intact checkpoints: 1, 2") and "\n" not in message
-        (mount / "filler").unlink()
-        train(TINY, ENV, checkpoint_dir=mount / "ck", restore_checkpoint_path=mount / "ck", progress_bar=False)
-        assert steps(mount / "ck") == [1, 2, 3, 4]
+        run_dir = mount / "run"
+        full = cli("train", *FLAGS, "--max-to-keep", "none", "--timesteps", 40 * EPOCH, "--run-dir", run_dir)
+        assert full.returncode == 1
+        lines = full.stderr.strip().splitlines()
+        assert len(lines) == 2 and lines[0].startswith("JAX "), full.stderr[-3000:]  # no traceback
+        intact = steps(run_dir / "checkpoints")
+        assert 0 < len(intact) < 40
+        assert lines[1] == (
+            f"could not write checkpoint step {intact[-1] + 1} to {run_dir / 'checkpoints'}: No space left on "
+            f"device; intact checkpoints: {', '.join(map(str, intact))}"
+        )
+        subprocess.run(["mount", "-o", "remount,size=64m", str(mount)], check=True)
+        assert main(["train", "--run-dir", str(run_dir), "--resume"]) == 0
+        assert epoch_rows(run_dir) == epoch_rows(reference)
+        np.testing.assert_array_equal(final_policy_output(run_dir), final_policy_output(reference))
     finally:
         subprocess.run(["umount", str(mount)], check=True)
 

@@ -294,6 +294,14 @@ def _train(args, run_dir, env, config, record, restore) -> int:
         return 130
     except ckpt.CheckpointError as e:
         raise SystemExit(str(e)) from None
+    except OSError as e:  # a metrics or TensorBoard write
+        if ckpt.disk_error(e) is None:
+            raise
+        intact = ckpt.step_dirs(run_dir / CHECKPOINTS)
+        raise SystemExit(
+            f"could not write {e.filename or 'to ' + str(run_dir)}: {e.strerror}; intact checkpoints: "
+            f"{', '.join(map(str, intact)) or 'none'}"
+        ) from None
     _plot(run_dir, metrics_path, env_id)
     if record.get("video", True) and args.video:
         policy = make_policy(params, deterministic=True)
