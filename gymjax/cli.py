@@ -118,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["bench"]:
         return bench(argv[1:])
     args = parser.parse_args(argv)
+    args.argv = argv
+    if getattr(args, "local_processes", None):
+        return args.run(args)  # a launcher: JAX runs in the processes it starts, not here
+    if hasattr(args, "setup"):
+        args.setup(args)  # jax.distributed must start before anything touches JAX
     print(f"JAX {jax.__version__} on {jax.devices()[0].platform}", file=sys.stderr)
     return args.run(args)
 

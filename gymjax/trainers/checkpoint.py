@@ -54,6 +54,8 @@ from typing import Any
 
 import orbax.checkpoint as ocp
 
+from gymjax.trainers import distributed
+
 STATE, POLICY, META = "state", "policy", "meta"
 LOCK_FILE = ".lock"
 # Reading opens a manager that creates and deletes nothing.
@@ -197,14 +199,24 @@ class Checkpointer:
         if self.directory.exists() and not self.directory.is_dir():
             raise CheckpointError(f"checkpoint directory {self.directory} is a file")
         self.run_id = run_id or new_run_id()
-        self.lock = DirectoryLock(self.directory, "checkpoint directory")
+        # With several processes, process 0 locks and checks the directory; all of them then
+        # open orbax's manager, which coordinates their saves.
+        primary = distributed.is_primary()
+        self.lock = DirectoryLock(self.directory, "checkpoint directory") if primary else None
         _quiet_closed_loop_callbacks()
         try:
-            self.set_aside = self._claim(resumed_from, damaged)
+            refused = None
+            try:
+                self.set_aside = self._claim(resumed_from, damaged) if primary else []
+            except CheckpointError as e:
+                refused = e
+            if distributed.any_process(refused is not None):
+                raise refused or CheckpointError(f"process 0 refused the checkpoint directory {self.directory}")
             options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True)
             self.manager = ocp.CheckpointManager(self.directory, options=options)
         except BaseException:
-            self.lock.release()
+            if self.lock:
+                self.lock.release()
             raise
 
     def _claim(self, resumed_from: int | None, damaged: tuple[int, ...]) -> list[pathlib.Path]:
@@ -283,7 +295,8 @@ class Checkpointer:
     def close(self) -> None:
         with contextlib.suppress(Exception):  # a close after a failed save must not hide that failure
             self.manager.close()
-        self.lock.release()
+        if self.lock:
+            self.lock.release()
 
 
 @contextlib.contextmanager

@@ -14,6 +14,8 @@ import os
 import pathlib
 import shlex
 import shutil
+import sys
+import traceback
 import typing
 from typing import Any
 
@@ -23,6 +25,7 @@ import numpy as np
 from gymjax import envs
 from gymjax.trainers import artifacts
 from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers import distributed
 from gymjax.trainers.loggers import (
     ConsoleLogger,
     CSVLogger,
@@ -227,14 +230,35 @@ def _extended(config: PPOConfig, num_timesteps: int, meta: dict[str, Any] | None
     return extended
 
 
+def start_processes(args: argparse.Namespace) -> None:
+    """Joins the other processes of a multi-process run; before anything else touches JAX."""
+    if args.coordinator or args.distributed or os.environ.get("JAX_COORDINATOR_ADDRESS"):
+        try:
+            distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.heartbeat_timeout)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+
+
 def train_command(args: argparse.Namespace) -> int:
+    if args.local_processes:
+        return distributed.launch_local(_without_launcher_flag(args.argv), args.local_processes)
     run_dir = _run_dir(args.run_dir)
     overrides = _config_overrides(args)
-    # All checks first: a start that fails here leaves nothing behind.
-    if args.resume:
-        env, config, record, restore = _resumed_run(args, run_dir, overrides)
-    else:
-        env, config, record, restore = _fresh_run(args, run_dir, overrides)
+    primary = distributed.is_primary()
+    # All checks first: a start that fails here leaves nothing behind. Every process checks
+    # (read-only); if one refuses, all stop.
+    refused = None
+    try:
+        if args.resume:
+            env, config, record, restore = _resumed_run(args, run_dir, overrides)
+        else:
+            env, config, record, restore = _fresh_run(args, run_dir, overrides)
+    except SystemExit as e:
+        refused = e
+    if distributed.any_process(refused is not None):
+        raise refused or SystemExit("another process refused to start (its output says why)")
+    if not primary:
+        return _train(args, run_dir, env, config, record, restore)
     created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -252,6 +276,18 @@ def train_command(args: argparse.Namespace) -> int:
         lock.release()
 
 
+def _without_launcher_flag(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--local-processes":
+            skip = True
+        elif not arg.startswith("--local-processes="):
+            out.append(arg)
+    return out
+
+
 def _remove_unstarted(run_dir: pathlib.Path, created: bool) -> None:
     """Undoes a start that saved nothing, so the corrected command runs as if it were the first."""
     for name in (RUN_FILE, "metrics.csv", "metrics.jsonl"):
@@ -263,14 +299,17 @@ def _remove_unstarted(run_dir: pathlib.Path, created: bool) -> None:
 def _train(args, run_dir, env, config, record, restore) -> int:
     env_id = record["env"]
     metrics_path = run_dir / f"metrics.{record['metrics_format']}"
-    if restore is None and args.resume:
-        drop_rows_after(metrics_path, 0)  # the epochs logged before a kill that came before any save
-    hooks = [CSVLogger(metrics_path) if record["metrics_format"] == "csv" else JSONLLogger(metrics_path)]
-    if not args.quiet:
-        hooks.append(ConsoleLogger())
-    if record.get("tensorboard") or args.tensorboard:
-        hooks.append(TensorBoardLogger(run_dir / "tensorboard"))
-    resume_hint = f"gymjax train --run-dir {shlex.quote(str(run_dir))} --resume"
+    primary = distributed.is_primary()
+    hooks = []
+    if primary:  # process 0 alone writes files
+        if restore is None and args.resume:
+            drop_rows_after(metrics_path, 0)  # the epochs logged before a kill that came before any save
+        hooks.append(CSVLogger(metrics_path) if record["metrics_format"] == "csv" else JSONLLogger(metrics_path))
+        if not args.quiet:
+            hooks.append(ConsoleLogger())
+        if record.get("tensorboard") or args.tensorboard:
+            hooks.append(TensorBoardLogger(run_dir / "tensorboard"))
+    resume_hint = f"gymjax train --run-dir {shlex.quote(str(run_dir))} --resume" + distributed.same_processes_flags()
     try:
         make_policy, params, _ = train(
             config,
@@ -281,6 +320,8 @@ def _train(args, run_dir, env, config, record, restore) -> int:
             progress_bar=not args.quiet,
         )
     except TrainingStopped as e:
+        if not primary:
+            return e.exit_code
         _plot(run_dir, metrics_path, env_id)
         if e.checkpoint is None:
             print(f"stopped at epoch {e.epoch}, before any checkpoint; run the same command again to start over")
@@ -302,6 +343,12 @@ def _train(args, run_dir, env, config, record, restore) -> int:
             f"could not write {e.filename or 'to ' + str(run_dir)}: {e.strerror}; intact checkpoints: "
             f"{', '.join(map(str, intact)) or 'none'}"
         ) from None
+    except Exception as e:
+        if jax.process_count() == 1:
+            raise
+        _process_failed(e, run_dir, resume_hint)
+    if not primary:
+        return 0
     _plot(run_dir, metrics_path, env_id)
     if record.get("video", True) and args.video:
         policy = make_policy(params, deterministic=True)
@@ -311,6 +358,32 @@ def _train(args, run_dir, env, config, record, restore) -> int:
         )
         print(f"video: {path} (episode return {total:.1f})")
     return 0
+
+
+# How a collective with a dead process fails, depending on which one was in flight.
+PEER_FAILURES = ("Gloo", "heartbeat", "Barrier failed", "Connection reset", "coordination service", "NCCL")
+
+
+def _process_failed(error: Exception, run_dir: pathlib.Path, resume_hint: str) -> None:
+    """An error in one process of several: say so in one line (with the traceback unless another
+    process died), then leave at once. The others cannot go on without this one, and JAX's own
+    shutdown would wait for a dead process (a heartbeat timeout), then abort with a C++ trace."""
+    text = str(error)
+    peer = any(marker in text for marker in PEER_FAILURES)
+    if not peer:
+        traceback.print_exc()
+    steps = ckpt.step_dirs(run_dir / CHECKPOINTS)
+    where = f"the last complete checkpoint is epoch {steps[-1]}" if steps else "no checkpoint was saved"
+    reason = (text.strip().splitlines() or [type(error).__name__])[0][:200]
+    cause = "another process probably died" if peer else "the other processes stop too"
+    print(
+        f"process {jax.process_index()} of {jax.process_count()}: {type(error).__name__}: {reason}; {cause}. "
+        f"{where}; resume with: {resume_hint}",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    os._exit(1)
 
 
 def _plot(run_dir: pathlib.Path, metrics_path: pathlib.Path, env_id: str) -> None:
@@ -377,8 +450,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars to DIR/tensorboard")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="render the final policy")
     p.add_argument("--quiet", action="store_true", help="no progress bar or per-epoch lines")
+    group = p.add_argument_group(
+        "several processes (jax.distributed; see the README's 'Several processes and hosts')"
+    )
+    group.add_argument("--local-processes", type=_positive_int, metavar="N",
+                       help="launch N processes of this command on this machine, connected on 127.0.0.1")
+    group.add_argument("--distributed", action="store_true",
+                       help="join a cluster run: jax.distributed.initialize() finds it (SLURM, Open MPI, "
+                            "JAX_COORDINATOR_ADDRESS/JAX_NUM_PROCESSES/JAX_PROCESS_ID)")
+    group.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address, for an explicit start")
+    group.add_argument("--num-processes", type=_positive_int, help="processes in the run, for an explicit start")
+    group.add_argument("--process-id", type=int, help="this process's index, 0 to N-1, for an explicit start")
+    group.add_argument("--heartbeat-timeout", type=_positive_int, default=30, metavar="S",
+                       help="seconds before the others give up on a silent process (default: %(default)s)")
     _add_config_flags(p)
-    p.set_defaults(run=train_command)
+    p.set_defaults(run=train_command, setup=start_processes)
 
     p = commands.add_parser("eval", help="evaluate a run directory's latest checkpoint")
     p.add_argument("--run-dir", required=True)

@@ -2,9 +2,10 @@
 
 :class:`PPOTrainer` owns the compiled pieces (epoch, evaluation) and the
 host-side bookkeeping; :func:`train` is the loop most users call. Data-parallel
-over all local devices with ``shard_map``: each device steps ``num_envs / D`` envs,
-gradients and observation statistics are averaged across devices, and the
-parameters stay identical on every device.
+with ``shard_map`` over every device of every process (see
+:mod:`gymjax.trainers.distributed`): each device steps ``num_envs / D`` envs,
+gradients and observation/reward statistics are averaged across devices, and
+the parameters stay identical on every device.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
+import signal
 import sys
 import time
 import warnings
@@ -31,6 +33,7 @@ from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
 from gymjax.trainers.ppo import acting
 from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers import distributed
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.losses import Minibatch, ppo_loss
 from gymjax.trainers.ppo.networks import (
@@ -84,6 +87,21 @@ def _unreplicate(tree):
     return jax.tree.map(lambda x: x[0], tree)
 
 
+def _local(tree):
+    """The first local device's block of every ``[D, ...]`` leaf: a replicated value (params, metrics),
+    read without touching other processes' devices."""
+    return jax.tree.map(lambda x: np.asarray(x.addressable_shards[0].data)[0], tree)
+
+
+def _whole(tree):
+    """Every ``[D, ...]`` leaf whole, on the host; with several processes, gathered into each."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)
+
+
 def _on_one_device(fn):
     """``fn`` over one device's slice: ``shard_map`` hands each device a ``[1, ...]`` block."""
 
@@ -108,10 +126,11 @@ class PPOTrainer:
         self.env_id = env if isinstance(env, str) else None
         self.env = envs.make(env) if isinstance(env, str) else env
         eval_env = envs.make(eval_env) if isinstance(eval_env, str) else eval_env
-        self.devices = jax.local_devices()
+        self.devices = jax.devices()  # every process's: the mesh spans them all
         if config.num_envs % len(self.devices):
             raise ValueError(
-                f"num_envs ({config.num_envs}) must be a multiple of the local device count ({len(self.devices)})"
+                f"num_envs ({config.num_envs}) must be a multiple of the device count ({len(self.devices)}, "
+                f"over {jax.process_count()} process(es))"
             )
         self.envs_per_device = config.num_envs // len(self.devices)
         if (self.envs_per_device * config.unroll_length) % config.num_minibatches:
@@ -194,17 +213,22 @@ class PPOTrainer:
         Per-env leaves (``[num_envs, ...]``) are split over the devices; the rest is replicated.
         """
         d = len(self.devices)
+
+        def put(x):
+            # Each process hands over only the blocks of its own devices.
+            x = np.asarray(x)
+            return jax.make_array_from_callback(x.shape, self.sharding, lambda index: x[index])
+
         # explicit sizes, not -1: some mjx.Data fields are empty ([N, 0])
-        shard = lambda tree: jax.tree.map(lambda x: jnp.reshape(x, (d, x.shape[0] // d) + x.shape[1:]), tree)  # noqa: E731
-        replicate = lambda tree: jax.tree.map(lambda x: jnp.broadcast_to(x, (d,) + jnp.shape(x)), tree)  # noqa: E731
-        state = TrainingState(
+        shard = lambda tree: jax.tree.map(lambda x: put(np.reshape(x, (d, x.shape[0] // d) + x.shape[1:])), tree)  # noqa: E731
+        replicate = lambda tree: jax.tree.map(lambda x: put(np.broadcast_to(x, (d,) + np.shape(x))), tree)  # noqa: E731
+        return TrainingState(
             params=replicate(params),
             opt_state=replicate(opt_state),
             env_state=shard(env_state),
             reward_norm=RewardNormalizer(returns=shard(reward_norm.returns), stats=replicate(reward_norm.stats)),
-            key=keys,
+            key=put(keys),
         )
-        return jax.device_put(state, self.sharding)
 
     # -- the compiled epoch ----------------------------------------------------------
 
@@ -316,7 +340,7 @@ class PPOTrainer:
         """Runs one compiled epoch, advances ``run`` in place and returns host metrics."""
         start = time.perf_counter()
         run.state, metrics = self._epoch(run.state)
-        metrics = _unreplicate(jax.device_get(metrics))
+        metrics = _local(metrics)
         elapsed = time.perf_counter() - start
         run.env_steps += self.config.env_steps_per_epoch
         run.epoch += 1
@@ -332,12 +356,12 @@ class PPOTrainer:
         return out
 
     def policy_params(self, run: Run) -> PolicyParams:
-        return _unreplicate(jax.device_get(run.state.params)).policy_params()
+        return _local(run.state.params).policy_params()
 
     # -- checkpoints -----------------------------------------------------------------
 
     def to_checkpoint(self, run: Run) -> ckpt.Checkpoint:
-        state = jax.device_get(run.state)
+        state = _whole(run.state)  # a collective: every process calls it
         params = _unreplicate(state.params)
         meta = {
             "trainer": "ppo",
@@ -346,6 +370,7 @@ class PPOTrainer:
             "epoch": run.epoch,
             "elapsed_s": run.elapsed_s,
             "num_devices": len(self.devices),
+            "num_processes": jax.process_count(),
             "obs_size": self.networks.obs_size,
             "action_space": describe_action_space(self.env.action_space),
             "env_id": self.env_id,
@@ -480,21 +505,24 @@ def train(
         last epoch's metrics.
     """
     trainer = PPOTrainer(config, env, eval_env, randomization_fn)
+    if not distributed.is_primary():  # process 0 alone reports (see gymjax.trainers.distributed)
+        hooks, progress_fn, policy_params_fn, progress_bar = (), None, None, False
     hook = Hooks(hooks)
     checkpointer = None
     run = trainer.restore(restore_checkpoint_path) if restore_checkpoint_path is not None else None
     try:
+        run_id = run.run_id if run else distributed.broadcast_text(ckpt.new_run_id())
         if checkpoint_dir:
             # Locks the directory and refuses another run's steps before any training work.
             checkpointer = ckpt.Checkpointer(
                 checkpoint_dir,
                 config.max_to_keep,
-                run_id=run.run_id if run else None,
+                run_id=run_id,
                 resumed_from=run.restored_step if run else None,
                 damaged=run.damaged_steps if run else (),
             )
         if run is None:
-            run = trainer.init(run_id=checkpointer.run_id if checkpointer else None)
+            run = trainer.init(run_id=run_id)
         _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar)
     finally:
         hook.close()
@@ -532,9 +560,14 @@ def _train_loop(
         desc="PPO",
         disable=not progress_bar,
     )
+    primary = distributed.is_primary()
+    stopping = False
     with stop_on_signals() as stop, bar:
         compile_s = trainer.compile(run)
-        while run.epoch < config.num_epochs and stop.signum is None:
+        while run.epoch < config.num_epochs:
+            # Every process stops at the same epoch, whichever got the signal.
+            if stopping := distributed.any_process(stop.signum is not None):
+                break
             hook.before_epoch(Progress(run.epoch, run.env_steps, config.num_epochs))
             start = time.perf_counter()
             metrics = trainer.run_epoch(run)
@@ -546,7 +579,7 @@ def _train_loop(
             else:
                 latest_train_return = metrics["train/episode_return"]
             params = trainer.policy_params(run)
-            if config.eval_after_epoch(run.epoch - 1):
+            if primary and config.eval_after_epoch(run.epoch - 1):
                 eval_metrics = trainer.evaluate(params, jax.random.fold_in(eval_key, run.epoch))
                 hook.after_eval(progress, eval_metrics)
                 metrics.update(eval_metrics)
@@ -561,14 +594,17 @@ def _train_loop(
                 progress_fn(run.env_steps, metrics)
             if policy_params_fn is not None:
                 policy_params_fn(run.env_steps, trainer.networks.make_policy, params)
-            due = run.epoch % config.save_every_epochs == 0 or run.epoch == config.num_epochs
-            if checkpointer and (due or stop.signum is not None):
-                path = checkpointer.save(run.epoch, trainer.to_checkpoint(run))
+            if checkpointer and (run.epoch % config.save_every_epochs == 0 or run.epoch == config.num_epochs):
+                hook.after_checkpoint(progress, checkpointer.save(run.epoch, trainer.to_checkpoint(run)))
                 saved_epoch = run.epoch
-                hook.after_checkpoint(progress, path)
             bar.update(config.env_steps_per_epoch)
             shown = metrics.get("eval/episode_return", latest_train_return)
             bar.set_postfix(sps=f"{metrics['sps']:,.0f}", ret=f"{shown:.4g}")
-    if stop.signum is not None:
+        if stopping and checkpointer and run.epoch > 0 and saved_epoch != run.epoch:
+            progress = Progress(run.epoch, run.env_steps, config.num_epochs)
+            hook.after_checkpoint(progress, checkpointer.save(run.epoch, trainer.to_checkpoint(run)))
+            saved_epoch = run.epoch
+    if stopping:
         saved = checkpointer.directory / str(saved_epoch) if checkpointer and saved_epoch is not None else None
-        raise TrainingStopped(stop.signum, run.epoch, run.env_steps, saved)
+        # A process told to stop by another (not by a signal of its own) reports SIGTERM.
+        raise TrainingStopped(stop.signum or signal.SIGTERM, run.epoch, run.env_steps, saved)
