@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
+from jax.flatten_util import ravel_pytree
 from tqdm import tqdm
 
 from gymjax import envs
@@ -85,6 +86,13 @@ class Run:
 
 def _unreplicate(tree):
     return jax.tree.map(lambda x: x[0], tree)
+
+
+def _pmean_tree(tree):
+    """The mean over devices of every leaf, as ONE all-reduce of the flattened tree (an all-reduce
+    per leaf would cost a round trip each across processes)."""
+    flat, unflatten = ravel_pytree(tree)
+    return unflatten(jax.lax.pmean(flat, AXIS))
 
 
 def _local(tree):
@@ -235,10 +243,10 @@ class PPOTrainer:
     def _epoch_fn(self, state: TrainingState) -> tuple[TrainingState, Metrics]:
         """``iterations_per_epoch`` iterations in one ``lax.scan`` (runs on every device)."""
         state, metrics = jax.lax.scan(self._iteration, state, None, length=self.config.iterations_per_epoch)
-        episodes = jax.lax.psum(metrics.pop("episodes").sum(), AXIS)
-        returns = jax.lax.psum(metrics.pop("episode_return_sum").sum(), AXIS)
-        lengths = jax.lax.psum(metrics.pop("episode_length_sum").sum(), AXIS)
-        out = {k: v.mean() for k, v in metrics.items()}
+        # One all-reduce for the sums and one for the means: across processes each costs a round trip.
+        sums = [metrics.pop(k).sum().astype(jnp.float32) for k in ("episodes", "episode_return_sum", "episode_length_sum")]
+        episodes, returns, lengths = jax.lax.psum(jnp.stack(sums), AXIS)
+        out = _pmean_tree({k: v.mean() for k, v in metrics.items()})
         out["train/episodes"] = episodes
         out["train/episode_return"] = jnp.where(episodes > 0, returns / jnp.maximum(episodes, 1), jnp.nan)
         out["train/episode_length"] = jnp.where(episodes > 0, lengths / jnp.maximum(episodes, 1), jnp.nan)
@@ -295,9 +303,9 @@ class PPOTrainer:
             trainable, opt_state, key = carry
             key, loss_key = jax.random.split(key)
             grads, metrics = jax.grad(loss_fn, has_aux=True)(trainable, batch, loss_key)
-            grads = jax.lax.pmean(grads, AXIS)
+            grads = _pmean_tree(grads)  # the only all-reduce of an SGD step; metrics wait for the epoch's
             updates, opt_state = self.optimizer.update(grads, opt_state, trainable)
-            return (optax.apply_updates(trainable, updates), opt_state, key), jax.lax.pmean(metrics, AXIS)
+            return (optax.apply_updates(trainable, updates), opt_state, key), metrics
 
         def one_pass(carry, key):
             order = jax.random.permutation(key, data.obs.shape[0])
