@@ -80,13 +80,14 @@ def allreduce_worker(size: int, reps: int, coordinator: str | None, n: int, i: i
     data = np.ones((len(devices), size), np.float32)
     x = jax.make_array_from_callback(data.shape, sharding, lambda index: data[index])
     reduce = jax.jit(jax.shard_map(lambda b: jax.lax.psum(b, "d"), mesh=mesh, in_specs=spec, out_specs=spec))
+    # One call in flight at a time: queued calls of a collective on CPU devices that share a thread
+    # pool can deadlock (device 0 in call k+1 waits for device 1, still queued behind call k), and
+    # the trainer never queues one either.
     for _ in range(10):
-        x = reduce(x)
-    x.block_until_ready()
+        x = reduce(x).block_until_ready()
     start = time.perf_counter()
     for _ in range(reps):
-        x = reduce(x)
-    x.block_until_ready()
+        x = reduce(x).block_until_ready()
     if jax.process_index() == 0:
         print(json.dumps({"us": (time.perf_counter() - start) / reps * 1e6, "devices": len(devices)}), flush=True)
 

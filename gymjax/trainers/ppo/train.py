@@ -489,6 +489,12 @@ def train(
 ) -> tuple[Callable[..., Any], PolicyParams, Metrics]:
     """Trains PPO on ``env`` and returns ``(make_policy, params, metrics)``.
 
+    With several processes (:func:`gymjax.trainers.distributed.initialize` first),
+    every process calls this with the same arguments; evaluation, ``hooks``,
+    ``progress_fn``, ``policy_params_fn`` and the progress bar run on process 0
+    only. A SIGINT or SIGTERM stops training after the epoch in flight, saves
+    it, and raises :class:`~gymjax.trainers.stopping.TrainingStopped`.
+
     Args:
         config: the :class:`PPOConfig`.
         env: a gymjax env or a registered id (unbatched; the trainer batches it).
