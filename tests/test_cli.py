@@ -58,7 +58,7 @@ def test_train_refuses_to_overwrite_or_mix(tmp_path):
         main(["train", "--run-dir", str(run_dir), "--resume", "--learning-rate", "0.1"])
     with pytest.raises(SystemExit, match="not a gymjax run directory"):
         main(["eval", "--run-dir", str(tmp_path / "nothing")])
-    with pytest.raises(SystemExit, match="invalid config: num_envs must be a positive int"):
+    with pytest.raises(SystemExit, match="invalid config: num_envs must be an int > 0"):
         main(["train", *TINY_FLAGS, "--num-envs", "0", "--run-dir", str(tmp_path / "bad")])
 
 

@@ -38,10 +38,23 @@ def torch_device_of(jax_device: jax.Device) -> torch.device:
     raise ValueError(f"no torch device shares memory with JAX's {jax_device.platform} device {jax_device}")
 
 
+# Devices that hold no data ("meta": shapes only) or that DLPack cannot reach.
+DATALESS = ("meta",)
+
+
 def _canonical(device: torch.device | str | None, default: torch.device) -> torch.device:
-    device = default if device is None else torch.device(device)
-    if device.type == "cuda" and device.index is None:
-        return torch.device("cuda", torch.cuda.current_device())
+    """The torch device tensors are returned on; refused here, not at the first step."""
+    try:
+        device = default if device is None else torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must be a torch device like 'cpu' or 'cuda:0', got {device!r} ({e})") from None
+    if device.type in DATALESS:
+        raise ValueError(f"device {device.type!r} holds no data; pick one that does, like 'cpu' or 'cuda'")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device} was asked for, but torch sees no CUDA device")
+        if device.index is None:
+            return torch.device("cuda", torch.cuda.current_device())
     return device
 
 
@@ -60,6 +73,9 @@ def to_jax(tensor: torch.Tensor, bridge_device: torch.device) -> jax.Array:
     int32 by torch first (a small copy), which costs a fraction of JAX's own
     conversion after the transfer (~75 us per step on a 2-core CPU).
     """
+    # An action computed by a network carries autograd history, which DLPack refuses; the env
+    # only reads its values.
+    tensor = tensor.detach()
     if tensor.device != bridge_device:
         tensor = tensor.to(bridge_device)
     if tensor.dtype == torch.int64 and not jax.config.jax_enable_x64:

@@ -192,3 +192,25 @@ def test_import_gymjax_imports_neither_torch_nor_sb3():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("device, words", [("meta", "holds no data"), ("nonsense", "must be a torch device"),
+                                           pytest.param("cuda", "sees no CUDA device", marks=pytest.mark.skipif(
+                                               torch.cuda.is_available(), reason="a CUDA device is here"))])
+def test_a_device_that_cannot_hold_the_envs_tensors_is_refused_at_construction(device, words):
+    with pytest.raises(ValueError, match=words):
+        TorchVectorEnv("JaxPendulum-v0", num_envs=2, device=device)
+
+
+def test_actions_that_require_grad_step_like_plain_ones():
+    """A policy network's output carries autograd history; DLPack refuses such a tensor."""
+    envs = [TorchVectorEnv("JaxPendulum-v0", num_envs=3) for _ in range(2)]
+    for env in envs:
+        env.reset(seed=0)
+    weight = torch.tensor(0.5, requires_grad=True)
+    action = weight * torch.ones(3, 1)
+    assert action.requires_grad
+    with_grad = envs[0].step(action)
+    plain = envs[1].step(action.detach())
+    for a, b in zip(with_grad[:4], plain[:4]):
+        torch.testing.assert_close(a, b)

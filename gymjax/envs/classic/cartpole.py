@@ -15,6 +15,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
+from gymjax.envs import options
 
 
 @struct.dataclass
@@ -37,7 +38,7 @@ class CartPole(Env[CartPoleParams]):
     x_threshold = 2.4
 
     def __init__(self, sutton_barto_reward: bool = False):
-        self.sutton_barto_reward = sutton_barto_reward
+        self.sutton_barto_reward = options.flag(self, "sutton_barto_reward", sutton_barto_reward)
         high = np.array(
             [self.x_threshold * 2, np.inf, self.theta_threshold * 2, np.inf], dtype=np.float32
         )

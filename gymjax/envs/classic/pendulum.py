@@ -12,6 +12,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
+from gymjax.envs import options
 
 
 @struct.dataclass
@@ -36,7 +37,7 @@ class Pendulum(Env[PendulumParams]):
     max_episode_steps = 200
 
     def __init__(self, g: float = 10.0):
-        self.g = g
+        self.g = options.real(self, "g", g)
         high = np.array([1.0, 1.0, 8.0], dtype=np.float32)
         self.observation_space = gymnasium.spaces.Box(-high, high, dtype=np.float32)
         self.action_space = gymnasium.spaces.Box(-2.0, 2.0, (1,), np.float32)

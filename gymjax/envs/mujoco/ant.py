@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 
 from gymjax.core import State
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MjxEnv, cfrc_ext
 
 
@@ -56,19 +57,27 @@ class Ant(MjxEnv):
         solver: str | tuple[int, int] | None = None,
         backend: str = "mjx",
     ):
+        if default_camera_config is not None and not isinstance(default_camera_config, dict):
+            raise ValueError(f"Ant: default_camera_config must be a dict, got {default_camera_config!r}")
         camera = {"distance": 4.0, "trackbodyid": 1, "elevation": -20.0}
         camera.update(default_camera_config or {})
         super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend)
-        self.forward_reward_weight = forward_reward_weight
-        self.ctrl_cost_weight = ctrl_cost_weight
-        self.contact_cost_weight = contact_cost_weight
-        self.healthy_reward = healthy_reward
-        self.terminate_when_unhealthy = terminate_when_unhealthy
-        self.healthy_z_range = tuple(healthy_z_range)
-        self.contact_force_range = tuple(contact_force_range)
-        self.reset_noise_scale = reset_noise_scale
-        self.exclude_current_positions_from_observation = exclude_current_positions_from_observation
-        self.include_cfrc_ext_in_observation = include_cfrc_ext_in_observation
+        self.forward_reward_weight = options.real(self, "forward_reward_weight", forward_reward_weight)
+        self.ctrl_cost_weight = options.real(self, "ctrl_cost_weight", ctrl_cost_weight)
+        self.contact_cost_weight = options.real(self, "contact_cost_weight", contact_cost_weight)
+        self.healthy_reward = options.real(self, "healthy_reward", healthy_reward)
+        self.terminate_when_unhealthy = options.flag(self, "terminate_when_unhealthy", terminate_when_unhealthy)
+        self.healthy_z_range = options.interval(self, "healthy_z_range", healthy_z_range)
+        self.contact_force_range = options.interval(self, "contact_force_range", contact_force_range)
+        self.reset_noise_scale = options.real(self, "reset_noise_scale", reset_noise_scale, minimum=0.0)
+        self.exclude_current_positions_from_observation = options.flag(
+            self, "exclude_current_positions_from_observation", exclude_current_positions_from_observation
+        )
+        self.include_cfrc_ext_in_observation = options.flag(
+            self, "include_cfrc_ext_in_observation", include_cfrc_ext_in_observation
+        )
+        if not isinstance(main_body, (str, int)) or isinstance(main_body, bool):
+            raise ValueError(f"Ant: main_body must be a body's id or name, got {main_body!r}")
         if isinstance(main_body, str):
             body_id = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_BODY, main_body)
             if body_id < 0:
@@ -121,7 +130,11 @@ class Ant(MjxEnv):
         healthy = self._is_healthy(data)
         forward_reward = self.forward_reward_weight * x_velocity
         healthy_reward = self.healthy_reward * healthy
-        ctrl_cost = self.ctrl_cost_weight * jnp.sum(jnp.square(action))
+        # Ant-v5 prices the action as given, in float64: a huge action's cost is huge but finite
+        # (-4e40 for 1e20 per joint). float32 would overflow to -inf, so saturate at its largest.
+        largest = jnp.finfo(jnp.float32).max
+        ctrl_cost = jnp.clip(self.ctrl_cost_weight * jnp.sum(jnp.square(action)), -largest, largest)
+        ctrl_cost = jnp.where(self.ctrl_cost_weight == 0, 0.0, ctrl_cost)  # 0 * inf is NaN
         contact_cost = self.contact_cost_weight * jnp.sum(jnp.square(self._contact_forces(data)))
         reward = forward_reward + healthy_reward - ctrl_cost - contact_cost
         terminated = jnp.logical_not(healthy) & self.terminate_when_unhealthy

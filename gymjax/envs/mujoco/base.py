@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import logging
+import numbers
 import os
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 from mujoco import mjx
 
 from gymjax.core import Env, State
+from gymjax.envs import options
 from gymjax.envs.mujoco.host import HostBackend, HostData, model_field_names
 
 logger = logging.getLogger(__name__)
@@ -83,10 +85,13 @@ def solver_iterations(solver: str | tuple[int, int]) -> tuple[int, int]:
                 f"(iterations, ls_iterations), got {solver!r}"
             )
         return SOLVER_PRESETS[solver]
-    iterations, ls_iterations = solver
-    if iterations < 1 or ls_iterations < 1:
-        raise ValueError(f"solver iterations must be >= 1, got {solver!r}")
-    return int(iterations), int(ls_iterations)
+    pair = tuple(solver) if isinstance(solver, (tuple, list)) else ()
+    if len(pair) != 2 or any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1 for n in pair):
+        raise ValueError(
+            f"solver must be one of {sorted(SOLVER_PRESETS)} or a pair (iterations, ls_iterations) of ints "
+            f">= 1, got {solver!r}"
+        )
+    return int(pair[0]), int(pair[1])
 
 
 def cfrc_ext(data: mjx.Data) -> jax.Array:
@@ -121,15 +126,19 @@ class MjxEnv(Env[mjx.Model]):
         camera: dict[str, Any] | None = None,
         backend: str = "mjx",
     ):
-        if frame_skip < 1:
-            raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
+        frame_skip = options.integer(self, "frame_skip", frame_skip)
+        if not isinstance(xml_file, str):
+            raise ValueError(f"{type(self).__name__}: xml_file must be a file name or path, got {xml_file!r}")
         self.backend = resolve_backend(backend)
         self.xml_path = gymnasium_asset(xml_file)
         self.mj_model = mujoco.MjModel.from_xml_path(self.xml_path)
         if solver is None:
             solver = "accurate" if self.backend == "mjx" else "reference"
         self.solver = solver
-        self.mj_model.opt.iterations, self.mj_model.opt.ls_iterations = solver_iterations(solver)
+        try:
+            self.mj_model.opt.iterations, self.mj_model.opt.ls_iterations = solver_iterations(solver)
+        except ValueError as e:
+            raise ValueError(f"{type(self).__name__}: {e}") from None
         self.frame_skip = frame_skip
         self.camera = dict(camera or {})
         self._model = mjx.put_model(self.mj_model)

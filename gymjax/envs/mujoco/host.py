@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import functools
 import os
+import re
 import threading
+import warnings
 from typing import Any
 
 import jax
@@ -108,6 +111,7 @@ class HostPhysics:
     """
 
     def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
+        route_mujoco_warnings()
         self.mj_model = mj_model
         self.frame_skip = frame_skip
         self.nthread = max(1, nthread or os.cpu_count() or 1)
@@ -232,10 +236,37 @@ def _no_gradient(fn):
     return wrapped
 
 
+_TIME = re.compile(r"\s*Time = [0-9.eE+-]+\.?")
+
+
+class MuJoCoWarning(RuntimeWarning):
+    """A warning of MuJoCo's C engine (an unstable simulation, a full contact buffer, ...)."""
+
+
+@functools.cache
+def route_mujoco_warnings() -> None:
+    """MuJoCo's warnings become Python warnings (once per process, when the C backend is first built).
+
+    MuJoCo's own handler prints every warning and appends it to ``MUJOCO_LOG.TXT``
+    in the working directory; 256 unstable envs flooded stderr and wrote into
+    the user's folder. As Python warnings, each kind shows once (Python's default
+    filter) and can be filtered or made an error like any other. The handler is
+    process-wide: MuJoCo has one.
+    """
+
+    def handler(text: str) -> None:
+        # The time varies with every occurrence; without it, repeats are recognised as such.
+        message = _TIME.sub("", text).strip()
+        warnings.warn(f"MuJoCo: {message}", MuJoCoWarning, stacklevel=2)
+
+    mujoco.set_mju_user_warning(handler)
+
+
 class HostBackend:
     """The JAX side of :class:`HostPhysics` for one env: builds and reads :class:`HostData`."""
 
     def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
+        route_mujoco_warnings()
         self.mj_model = mj_model
         self.frame_skip = frame_skip
         self.nthread = nthread

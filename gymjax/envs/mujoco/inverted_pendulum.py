@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax.core import State
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MjxEnv
 
 
@@ -32,7 +33,7 @@ class InvertedPendulum(MjxEnv):
     ):
         camera = {"trackbodyid": 0, "distance": 2.04}
         super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend)
-        self.reset_noise_scale = reset_noise_scale
+        self.reset_noise_scale = options.real(self, "reset_noise_scale", reset_noise_scale, minimum=0.0)
         m = self.mj_model
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (m.nq + m.nv,), np.float32)
 

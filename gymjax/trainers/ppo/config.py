@@ -8,23 +8,70 @@ is also the ``--help`` of ``gymjax train``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import numbers
+import types
+import typing
 from typing import Any, Literal
 
 from gymjax.trainers.gae import GAE_MODES
 
 
-def _field(default: Any, help: str, **kwargs) -> Any:
-    return dataclasses.field(default=default, metadata={"help": help}, **kwargs)
+def _field(default: Any, help: str, check: str = "any") -> Any:
+    """A documented field; ``check`` names its range in :data:`RANGES` (types come from the hints)."""
+    return dataclasses.field(default=default, metadata={"help": help, "check": check})
 
 
-ACTIVATIONS = ("tanh", "relu", "swish", "elu")
-LR_SCHEDULES = ("constant", "linear")
-DISTRIBUTIONS = ("tanh_normal", "normal")
+# The ranges a number field may be given, by name: (test, what the error message says).
+RANGES: dict[str, tuple[Any, str]] = {
+    "any": (lambda x: True, ""),
+    "positive": (lambda x: math.isfinite(x) and x > 0, " > 0"),
+    "nonnegative": (lambda x: math.isfinite(x) and x >= 0, " >= 0"),
+    "finite": (math.isfinite, " (finite)"),
+    "nonzero": (lambda x: math.isfinite(x) and x != 0, " != 0 (finite)"),
+    "unit": (lambda x: 0.0 <= x <= 1.0, " in [0, 1]"),
+}
+
+
+def _check_value(name: str, hint: Any, check: str, value: Any) -> None:
+    """Raises ValueError naming the field, what it takes and what it got, before any work starts."""
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+    if optional:
+        if value is None:
+            return
+        hint = next(h for h in typing.get_args(hint) if h is not type(None))
+    test, words = RANGES[check]
+    none = " or None" if optional else ""
+    got = f"got {value!r} ({type(value).__name__})"
+    if typing.get_origin(hint) is typing.Literal:
+        if value not in typing.get_args(hint):
+            raise ValueError(f"{name} must be one of {typing.get_args(hint)}, {got}")
+    elif hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, {got}")
+    elif hint is int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not test(value):
+            raise ValueError(f"{name} must be an int{words}{none}, {got}")
+    elif hint is float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not test(float(value)):
+            raise ValueError(f"{name} must be a real number{words}{none}, {got}")
+    elif typing.get_origin(hint) is tuple:
+        if not isinstance(value, tuple) or not value or any(
+            isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in value
+        ):
+            raise ValueError(f"{name} must be a non-empty tuple of positive ints like (64, 64), {got}")
+
+
 # Env steps per compiled epoch at most, unless epoch_iterations says otherwise: Python
 # (progress, Ctrl-C, logging) gets control back at least this often, ~35 s for Ant on
 # 2 CPU cores with the C backend.
 MAX_EPOCH_ENV_STEPS = 250_000
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(PPOConfig)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,29 +86,31 @@ class PPOConfig:
     """
 
     # -- budget and batch ---------------------------------------------------
-    num_timesteps: int = _field(1_000_000, "environment steps to train for (action repeats counted)")
-    num_envs: int = _field(256, "parallel envs, over all devices (a multiple of the device count)")
-    unroll_length: int = _field(32, "agent steps per env per iteration")
-    num_minibatches: int = _field(8, "minibatches per pass over an iteration's data")
-    update_epochs: int = _field(4, "SGD passes over each iteration's data")
+    num_timesteps: int = _field(1_000_000, "environment steps to train for (action repeats counted)", check="positive")
+    num_envs: int = _field(256, "parallel envs, over all devices (a multiple of the device count)", check="positive")
+    unroll_length: int = _field(32, "agent steps per env per iteration", check="positive")
+    num_minibatches: int = _field(8, "minibatches per pass over an iteration's data", check="positive")
+    update_epochs: int = _field(4, "SGD passes over each iteration's data", check="positive")
     seed: int = _field(0, "PRNG seed")
     # -- optimisation ---------------------------------------------------------
-    learning_rate: float = _field(3e-4, "Adam learning rate")
+    learning_rate: float = _field(3e-4, "Adam learning rate", check="positive")
     lr_schedule: Literal["constant", "linear"] = _field("constant", "learning-rate schedule: constant | linear (to 0)")
-    max_grad_norm: float = _field(0.5, "global gradient-norm clip (0 or less: no clipping)")
-    clip_epsilon: float = _field(0.2, "PPO ratio clip")
-    entropy_cost: float = _field(1e-3, "entropy bonus weight")
+    max_grad_norm: float = _field(0.5, "global gradient-norm clip (0 or less: no clipping)", check="finite")
+    clip_epsilon: float = _field(0.2, "PPO ratio clip", check="positive")
+    entropy_cost: float = _field(1e-3, "entropy bonus weight", check="nonnegative")
     value_loss_coef: float = _field(
-        0.25, "value-loss weight on the mean squared error; 0.25 is Brax's 0.5 * 0.5, SB3's vf_coef is 0.5"
+        0.25,
+        "value-loss weight on the mean squared error; 0.25 is Brax's 0.5 * 0.5, SB3's vf_coef is 0.5",
+        check="nonnegative",
     )
     normalize_advantages: bool = _field(True, "normalize advantages per minibatch")
     # -- returns --------------------------------------------------------------
-    gamma: float = _field(0.99, "discount")
-    gae_lambda: float = _field(0.95, "GAE lambda")
+    gamma: float = _field(0.99, "discount", check="unit")
+    gae_lambda: float = _field(0.95, "GAE lambda", check="unit")
     gae_mode: Literal["standard", "brax"] = _field(
         "standard", "standard: bootstrap timeouts from the final obs (SB3); brax: Brax's masked GAE"
     )
-    reward_scaling: float = _field(1.0, "rewards are multiplied by this before GAE")
+    reward_scaling: float = _field(1.0, "rewards are multiplied by this before GAE", check="nonzero")
     normalize_rewards: bool = _field(
         False,
         "divide rewards by the running std of each env's discounted return, clipped to +-10 "
@@ -69,8 +118,8 @@ class PPOConfig:
     )
     # -- env ------------------------------------------------------------------
     normalize_observations: bool = _field(True, "running mean/std observation normalization")
-    action_repeat: int = _field(1, "env steps per agent step")
-    episode_length: int | None = _field(None, "time limit in env steps (default: the env's own)")
+    action_repeat: int = _field(1, "env steps per agent step", check="positive")
+    episode_length: int | None = _field(None, "time limit in env steps (default: the env's own)", check="positive")
     # -- networks -------------------------------------------------------------
     policy_hidden_sizes: tuple[int, ...] = _field((64, 64), "policy MLP hidden layer sizes")
     value_hidden_sizes: tuple[int, ...] = _field((64, 64), "value MLP hidden layer sizes")
@@ -80,53 +129,42 @@ class PPOConfig:
         "Box actions: tanh_normal (a tanh-squashed normal scaled to the bounds, as Brax) | normal "
         "(a normal with a state-independent log std, its sample clipped to the bounds, as SB3 and CleanRL)",
     )
-    log_std_init: float = _field(0.0, "initial log std of the normal policy (policy_distribution=normal)")
+    log_std_init: float = _field(0.0, "initial log std of the normal policy (policy_distribution=normal)", check="finite")
     # -- evaluation and logging -----------------------------------------------
-    num_evals: int = _field(10, "evaluations over the run (0: none); the last one is at the end")
-    num_eval_envs: int = _field(16, "envs (one episode each) per evaluation")
+    num_evals: int = _field(10, "evaluations over the run (0: none); the last one is at the end", check="nonnegative")
+    num_eval_envs: int = _field(16, "envs (one episode each) per evaluation", check="positive")
     deterministic_eval: bool = _field(True, "evaluate the policy's mode instead of sampling")
     randomize_eval: bool = _field(False, "apply randomization_fn to evaluation too")
     epoch_iterations: int | None = _field(
         None,
         "iterations per compiled epoch; a stop (Ctrl-C) waits for the epoch in flight (default: enough "
         f"epochs for every evaluation and report, each at most {MAX_EPOCH_ENV_STEPS:,} env steps)",
+        check="positive",
     )
     log_training_metrics: bool = _field(False, "report episode return/length from training rollouts")
     training_metrics_steps: int | None = _field(
-        None, "env steps between training-metric reports (default: once per epoch)"
+        None, "env steps between training-metric reports (default: once per epoch)", check="positive"
     )
     # -- checkpoints ----------------------------------------------------------
-    save_every_epochs: int = _field(1, "save a checkpoint every N epochs (and always at the end)")
-    max_to_keep: int | None = _field(3, "checkpoints kept (None: all)")
+    save_every_epochs: int = _field(1, "save a checkpoint every N epochs (and always at the end)", check="positive")
+    max_to_keep: int | None = _field(3, "checkpoints kept (None: all)", check="positive")
 
     def __post_init__(self):
-        positive = ("num_timesteps", "num_envs", "unroll_length", "num_minibatches", "update_epochs")
-        for name in positive + ("action_repeat", "num_eval_envs", "save_every_epochs"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
-        if self.num_evals < 0:
-            raise ValueError(f"num_evals must be >= 0, got {self.num_evals}")
-        if self.gae_mode not in GAE_MODES:
+        hints = _hints()
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            _check_value(field.name, hints[field.name], field.metadata["check"], value)
+            if isinstance(value, numbers.Number) and not isinstance(value, bool):
+                # NumPy scalars become Python numbers: the config is written as JSON into checkpoints.
+                kind = int if hints[field.name] in (int, int | None) else float
+                object.__setattr__(self, field.name, kind(value))
+        if self.gae_mode not in GAE_MODES:  # the Literal above and the GAE module must agree
             raise ValueError(f"gae_mode must be one of {GAE_MODES}, got {self.gae_mode!r}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if self.policy_distribution not in DISTRIBUTIONS:
-            raise ValueError(f"policy_distribution must be one of {DISTRIBUTIONS}, got {self.policy_distribution!r}")
-        if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if (self.num_envs * self.unroll_length) % self.num_minibatches:
             raise ValueError(
                 f"num_envs * unroll_length ({self.num_envs * self.unroll_length}) must be divisible "
                 f"by num_minibatches ({self.num_minibatches})"
             )
-        if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.gae_lambda <= 1.0:
-            raise ValueError(f"gamma and gae_lambda must lie in [0, 1], got {self.gamma}, {self.gae_lambda}")
-        if self.training_metrics_steps is not None and self.training_metrics_steps < 1:
-            raise ValueError(f"training_metrics_steps must be positive, got {self.training_metrics_steps}")
-        if self.epoch_iterations is not None and self.epoch_iterations < 1:
-            raise ValueError(f"epoch_iterations must be positive or None, got {self.epoch_iterations}")
-        if self.max_to_keep is not None and self.max_to_keep < 1:
-            raise ValueError(f"max_to_keep must be positive or None, got {self.max_to_keep}")
 
     # -- derived sizes ------------------------------------------------------------
     @property

@@ -32,7 +32,7 @@ from gymjax import envs
 from gymjax.core import Env, State
 from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
-from gymjax.trainers.ppo import acting
+from gymjax.trainers.ppo import acting, memory
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers import distributed
 from gymjax.trainers.ppo.config import PPOConfig
@@ -171,6 +171,9 @@ class PPOTrainer:
         obs_shape = self.env.observation_space.shape
         if len(obs_shape) != 1:
             raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
+        action_shape = getattr(self.env.action_space, "shape", None) or (1,)
+        local_envs = config.num_envs * len(jax.local_devices()) // len(self.devices)
+        memory.check_fits(config, self.env, obs_shape[0], int(np.prod(action_shape)), local_envs)
         self.networks: PPONetworks = make_networks(obs_shape[0], self.env.action_space, config)
         self.optimizer = self._make_optimizer()
         self.mesh = jax.make_mesh(

@@ -1,0 +1,57 @@
+"""PPOConfig refuses bad values with an error naming the field, before any work starts."""
+
+import time
+
+import numpy as np
+import pytest
+
+from gymjax.trainers.ppo import PPOConfig, PPOTrainer
+
+BAD = [
+    # (field, value, words the message must hold)
+    ("learning_rate", -0.1, "learning_rate must be a real number > 0, got -0.1"),
+    ("learning_rate", "3e-4", "learning_rate must be a real number > 0, got '3e-4' (str)"),
+    ("learning_rate", True, "learning_rate must be a real number > 0, got True (bool)"),
+    ("clip_epsilon", -0.2, "clip_epsilon must be a real number > 0"),
+    ("max_grad_norm", float("nan"), "max_grad_norm must be a real number (finite), got nan"),
+    ("entropy_cost", -1e-3, "entropy_cost must be a real number >= 0"),
+    ("value_loss_coef", float("inf"), "value_loss_coef must be a real number >= 0, got inf"),
+    ("gamma", 1.5, "gamma must be a real number in [0, 1]"),
+    ("gae_lambda", -0.1, "gae_lambda must be a real number in [0, 1]"),
+    ("reward_scaling", 0.0, "reward_scaling must be a real number != 0"),
+    ("log_std_init", float("-inf"), "log_std_init must be a real number (finite)"),
+    ("num_envs", True, "num_envs must be an int > 0, got True (bool)"),
+    ("num_envs", 8.0, "num_envs must be an int > 0, got 8.0 (float)"),
+    ("unroll_length", 0, "unroll_length must be an int > 0, got 0"),
+    ("episode_length", 0, "episode_length must be an int > 0 or None, got 0"),
+    ("num_evals", -1, "num_evals must be an int >= 0"),
+    ("max_to_keep", 0, "max_to_keep must be an int > 0 or None"),
+    ("epoch_iterations", 0, "epoch_iterations must be an int > 0 or None"),
+    ("policy_hidden_sizes", (0,), "policy_hidden_sizes must be a non-empty tuple of positive ints"),
+    ("value_hidden_sizes", (), "value_hidden_sizes must be a non-empty tuple of positive ints"),
+    ("policy_hidden_sizes", [64, 64], "got [64, 64] (list)"),
+    ("normalize_observations", 1, "normalize_observations must be True or False, got 1 (int)"),
+    ("activation", "gelu", "activation must be one of ('tanh', 'relu', 'swish', 'elu'), got 'gelu'"),
+    ("lr_schedule", "cosine", "lr_schedule must be one of ('constant', 'linear')"),
+]
+
+
+@pytest.mark.parametrize("field, value, words", BAD, ids=[f"{f}={v!r}" for f, v, _ in BAD])
+def test_a_bad_value_names_the_field_and_what_it_takes(field, value, words):
+    with pytest.raises(ValueError) as error:
+        PPOConfig(**{field: value})
+    assert words in str(error.value)
+
+
+def test_good_values_pass_and_numpy_numbers_become_python_numbers():
+    config = PPOConfig(num_envs=np.int64(64), learning_rate=np.float32(1e-3), gamma=1, max_grad_norm=0.0)
+    assert type(config.num_envs) is int and type(config.learning_rate) is float and type(config.gamma) is float
+    assert config.replace(episode_length=None).episode_length is None
+
+
+def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_compiling():
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"num_envs=10000000 with unroll_length=32 needs at least [0-9.]+ GiB .* is "
+                                         r"[0-9.]+ GiB\. Lower num_envs"):
+        PPOTrainer(PPOConfig(num_envs=10**7), "JaxCartPole-v0")
+    assert time.perf_counter() - start < 5  # XLA took 10 s to fail on it
