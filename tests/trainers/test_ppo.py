@@ -163,7 +163,7 @@ def _unwrap(env):
 
 
 def test_config_errors_name_the_field():
-    with pytest.raises(ValueError, match="num_envs must be a positive int"):
+    with pytest.raises(ValueError, match="num_envs must be an int > 0, got 0"):
         PPOConfig(num_envs=0)
     with pytest.raises(ValueError, match="divisible by num_minibatches"):
         PPOConfig(num_envs=3, unroll_length=5, num_minibatches=2)
