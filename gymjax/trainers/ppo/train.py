@@ -171,10 +171,10 @@ class PPOTrainer:
         obs_shape = self.env.observation_space.shape
         if len(obs_shape) != 1:
             raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
+        self.networks: PPONetworks = make_networks(obs_shape[0], self.env.action_space, config)
         action_shape = getattr(self.env.action_space, "shape", None) or (1,)
         local_envs = config.num_envs * len(jax.local_devices()) // len(self.devices)
         memory.check_fits(config, self.env, obs_shape[0], int(np.prod(action_shape)), local_envs)
-        self.networks: PPONetworks = make_networks(obs_shape[0], self.env.action_space, config)
         self.optimizer = self._make_optimizer()
         self.mesh = jax.make_mesh(
             (len(self.devices),), (AXIS,), axis_types=(jax.sharding.AxisType.Auto,), devices=self.devices
