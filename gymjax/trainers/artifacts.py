@@ -42,6 +42,7 @@ def plot_learning_curve(rows: list[dict[str, float]], path: pathlib.Path, title:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for key, label in (("eval/episode_return", "eval"), ("train/episode_return", "training rollouts")):
@@ -56,6 +57,7 @@ def plot_learning_curve(rows: list[dict[str, float]], path: pathlib.Path, title:
             steps = [r["env_steps"] for r in points]
             axes[0].fill_between(steps, ret - std, ret + std, alpha=0.2)
     axes[0].set_xlabel("env steps")
+    axes[0].xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())  # 200k, not 200000 run together
     axes[1].set_xlabel("wall time (s)")
     axes[0].set_ylabel("episode return")
     for ax in axes:
