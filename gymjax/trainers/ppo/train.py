@@ -433,6 +433,10 @@ class PPOTrainer:
 
     def from_checkpoint(self, checkpoint: ckpt.Checkpoint) -> Run:
         self.check_compatible(checkpoint.meta)
+        return self._run_from(checkpoint)
+
+    def _run_from(self, checkpoint: ckpt.Checkpoint) -> Run:
+        """A :class:`Run` from a checkpoint already checked by :meth:`check_compatible`."""
         state = checkpoint.state
         keys = jnp.asarray(state["keys"])
         if keys.shape[0] != len(self.devices):
@@ -474,7 +478,7 @@ class PPOTrainer:
             self.check_compatible(meta)  # before reading the state: a clear error, not a shape mismatch
             return self.checkpoint_targets(int(meta["num_devices"]))
 
-        return self.from_checkpoint(ckpt.restore(path, targets=targets))
+        return self._run_from(ckpt.restore(path, targets=targets))  # targets() checked it
 
 
 def train(
