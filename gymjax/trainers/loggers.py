@@ -97,7 +97,7 @@ class CSVLogger(_FileLogger):
         row.update({k: _number(v) for k, v in metrics.items()})
         self.rows.append(row)
         columns = list(dict.fromkeys(k for r in self.rows for k in r))
-        _replace_text(self.path, _csv_text(columns, self.rows))
+        replace_text(self.path, _csv_text(columns, self.rows))
 
 
 class TensorBoardLogger(Hook):
@@ -177,7 +177,7 @@ def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
         text = "".join(json.dumps(r) + "\n" for r in kept)
     else:
         text = _csv_text(columns, kept)
-    _replace_text(path, text)
+    replace_text(path, text)
     return len(rows) - len(kept)
 
 
@@ -189,7 +189,7 @@ def _csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def _replace_text(path: pathlib.Path, text: str) -> None:
+def replace_text(path: pathlib.Path, text: str) -> None:
     """Writes ``path`` through a temporary file and an atomic rename: never half-written."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", newline="") as f:

@@ -33,6 +33,7 @@ from gymjax.trainers.loggers import (
     TensorBoardLogger,
     drop_rows_after,
     read_rows,
+    replace_text,
 )
 from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, train
 from gymjax.trainers.ppo.acting import evaluate
@@ -133,13 +134,6 @@ def _read_run(run_dir: pathlib.Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except ValueError as e:
         raise SystemExit(f"{path} is not valid JSON ({e}); it records the run's env and config") from None
-
-
-def _write_run(run_dir: pathlib.Path, record: dict[str, Any]) -> None:
-    """run.json through a temporary file and an atomic rename: never half-written."""
-    tmp = run_dir / (RUN_FILE + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(tmp, run_dir / RUN_FILE)
 
 
 def _logged_rows(run_dir: pathlib.Path) -> int:
@@ -266,7 +260,7 @@ def train_command(args: argparse.Namespace) -> int:
     except ckpt.DirectoryInUse as e:
         raise SystemExit(str(e)) from None
     try:
-        _write_run(run_dir, record)
+        replace_text(run_dir / RUN_FILE, json.dumps(record, indent=2) + "\n")  # never half-written
         return _train(args, run_dir, env, config, record, restore)
     except BaseException:
         if not args.resume and not ckpt.step_dirs(run_dir / CHECKPOINTS) and not _logged_rows(run_dir):

@@ -552,6 +552,13 @@ def train(
     return trainer.networks.make_policy, trainer.policy_params(run), run.last_metrics
 
 
+def _save(trainer: PPOTrainer, run: Run, checkpointer: ckpt.Checkpointer, hook: Hooks) -> int:
+    """Saves ``run`` as step ``run.epoch`` (every process takes part) and tells the hooks; returns the step."""
+    path = checkpointer.save(run.epoch, trainer.to_checkpoint(run))
+    hook.after_checkpoint(Progress(run.epoch, run.env_steps, trainer.config.num_epochs), path)
+    return run.epoch
+
+
 def _train_loop(
     trainer: PPOTrainer,
     run: Run,
@@ -616,15 +623,12 @@ def _train_loop(
             if policy_params_fn is not None:
                 policy_params_fn(run.env_steps, trainer.networks.make_policy, params)
             if checkpointer and (run.epoch % config.save_every_epochs == 0 or run.epoch == config.num_epochs):
-                hook.after_checkpoint(progress, checkpointer.save(run.epoch, trainer.to_checkpoint(run)))
-                saved_epoch = run.epoch
+                saved_epoch = _save(trainer, run, checkpointer, hook)
             bar.update(config.env_steps_per_epoch)
             shown = metrics.get("eval/episode_return", latest_train_return)
             bar.set_postfix(sps=f"{metrics['sps']:,.0f}", ret=f"{shown:.4g}")
         if stopping and checkpointer and run.epoch > 0 and saved_epoch != run.epoch:
-            progress = Progress(run.epoch, run.env_steps, config.num_epochs)
-            hook.after_checkpoint(progress, checkpointer.save(run.epoch, trainer.to_checkpoint(run)))
-            saved_epoch = run.epoch
+            saved_epoch = _save(trainer, run, checkpointer, hook)
     if stopping:
         saved = checkpointer.directory / str(saved_epoch) if checkpointer and saved_epoch is not None else None
         # A process told to stop by another (not by a signal of its own) reports SIGTERM.
