@@ -266,7 +266,6 @@ class HostBackend:
     """The JAX side of :class:`HostPhysics` for one env: builds and reads :class:`HostData`."""
 
     def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
-        route_mujoco_warnings()
         self.mj_model = mj_model
         self.frame_skip = frame_skip
         self.nthread = nthread
