@@ -158,15 +158,13 @@ def _make_env(env_id: str, env_kwargs: dict[str, Any]):
 def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[str, Any]):
     """Checks a new run's env, config and directory; nothing is written yet."""
     checkpoints = run_dir / CHECKPOINTS
+    saved = ckpt.step_dirs(checkpoints)
     if (run_dir / RUN_FILE).exists():
-        if ckpt.step_dirs(checkpoints) or _logged_rows(run_dir):
+        if saved or _logged_rows(run_dir):
             raise SystemExit(f"{run_dir} already holds a run; pass --resume to continue it or pick another --run-dir")
         print(f"{run_dir}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
-    elif ckpt.step_dirs(checkpoints):
-        raise SystemExit(
-            f"{checkpoints} holds checkpoints {ckpt.step_dirs(checkpoints)} without a {RUN_FILE}: another "
-            f"run's; pick another --run-dir"
-        )
+    elif saved:
+        raise SystemExit(f"{checkpoints} holds checkpoints {saved} without a {RUN_FILE}: another run's; pick another --run-dir")
     try:
         config = PPOConfig(**overrides)
     except ValueError as e:
