@@ -1,5 +1,14 @@
 """Functional env protocol: :class:`Env`, :class:`State`, :class:`Wrapper`."""
 
-from gymjax.core.env import Env, State, Wrapper
+from gymjax.core.env import (
+    AutoResetState,
+    Env,
+    EpisodeStatistics,
+    State,
+    Wrapper,
+    check_agents,
+    field_names,
+    with_fields,
+)
 
-__all__ = ["Env", "State", "Wrapper"]
+__all__ = ["AutoResetState", "Env", "EpisodeStatistics", "State", "Wrapper", "check_agents", "field_names", "with_fields"]

@@ -21,8 +21,45 @@ Params = TypeVar("Params")
 
 
 @struct.dataclass
+class EpisodeStatistics:
+    """The episode in progress (kept by :class:`~gymjax.wrappers.EpisodeWrapper`).
+
+    Attributes:
+        episode_return: float32, the sum of the episode's rewards so far.
+        episode_length: int32, agent steps since the reset; the time limit reads it.
+    """
+
+    episode_return: jax.Array
+    episode_length: jax.Array
+
+
+@struct.dataclass
+class AutoResetState:
+    """What :class:`~gymjax.wrappers.AutoReset` keeps per env, batched ``[N]``.
+
+    Attributes:
+        key: each env's PRNG key for its next reset.
+        final_obs, final_info, final_episode: the observation, info and statistics the
+            last step reached, before any reset replaced them (equal to the live
+            ones where no episode ended). Same-step mode only needs them.
+        pending: bool, the episode ended on the last step and the env resets at
+            the next one (next-step mode; always False in same-step mode).
+    """
+
+    key: jax.Array
+    final_obs: Any
+    final_info: dict[str, Any]
+    final_episode: EpisodeStatistics | None
+    pending: jax.Array
+
+
+@struct.dataclass
 class State:
     """One environment's state, or a batch of them (leading axis ``[N]``).
+
+    What the env produces and what wrappers keep are apart: an env writes the
+    first six fields; wrappers own theirs, which an env's ``state.replace(...)``
+    carries through untouched.
 
     Attributes:
         env_state: the dynamics state (``mjx.Data``, or an array for classic envs).
@@ -30,22 +67,55 @@ class State:
         reward: float32 scalar.
         terminated: bool scalar, the MDP reached a terminal state.
         truncated: bool scalar, the episode was cut (time limit), not terminal.
-        info: Gymnasium-style step information (fixed keys, so the pytree has one
-            structure at reset and at step) plus the wrappers' bookkeeping.
-        metrics: running statistics for logging (episode return and length).
+        info: the env's own Gymnasium-style step information, nothing else (fixed
+            keys, so the pytree has one structure at reset and at step).
+        episode: running episode statistics (:class:`EpisodeWrapper`), else None.
+        autoreset: auto-reset bookkeeping (:class:`AutoReset`), else None.
+        randomized: the physics fields drawn for this env, by name
+            (:class:`DomainRandomization`), else None.
     """
 
     env_state: Any
-    obs: jax.Array
+    obs: Any
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
     info: dict[str, Any] = struct.field(default_factory=dict)
-    metrics: dict[str, Any] = struct.field(default_factory=dict)
+    episode: EpisodeStatistics | None = None
+    autoreset: AutoResetState | None = None
+    randomized: dict[str, jax.Array] | None = None
 
     @property
     def done(self) -> jax.Array:
         return self.terminated | self.truncated
+
+
+def field_names(params: Any) -> list[str]:
+    """Dotted names of a params pytree's leaves (``"body_mass"``, ``"opt.gravity"``)."""
+    paths, _ = jax.tree_util.tree_flatten_with_path(params)
+    return [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in paths]
+
+
+def with_fields(params: Any, fields: dict[str, Any]) -> Any:
+    """``params`` with the leaves named in ``fields`` replaced; unknown names are an error."""
+    names = field_names(params)
+    leaves, treedef = jax.tree.flatten(params)
+    unknown = sorted(set(fields) - set(names))
+    if unknown:
+        raise ValueError(f"{type(params).__name__} has no fields {unknown}; its fields are {names}")
+    return treedef.unflatten([fields.get(name, leaf) for name, leaf in zip(names, leaves)])
+
+
+def check_agents(actions: Any, agents: tuple[str, ...] | list[str]) -> None:
+    """Raises unless ``actions`` is a dict with exactly one entry per agent."""
+    if not isinstance(actions, dict):
+        raise TypeError(f"actions must be a dict agent -> action, got {type(actions).__name__}")
+    missing = [a for a in agents if a not in actions]
+    unknown = sorted(set(actions) - set(agents), key=str)
+    if missing or unknown:
+        raise ValueError(
+            f"actions must have exactly the agents {list(agents)}; missing {missing}, unknown {unknown}"
+        )
 
 
 class Env(abc.ABC, Generic[Params]):
@@ -63,11 +133,26 @@ class Env(abc.ABC, Generic[Params]):
     # The info keys a Gymnasium reset reports (None: all); some Gymnasium envs
     # report fewer keys at reset than at step.
     reset_info_keys: tuple[str, ...] | None = None
+    # Whether reset/step take changed params as a dict {field name: value} (see
+    # resolve_params); domain randomization passes full params to envs that do not.
+    params_by_name: bool = False
 
     @property
     @abc.abstractmethod
     def default_params(self) -> Params:
         """The nominal physics parameters, used when ``params`` is None."""
+
+    def resolve_params(self, params: Params | dict[str, jax.Array] | None) -> Params:
+        """The full params for ``reset``/``step``'s ``params`` argument.
+
+        ``params`` is None (the defaults), the env's params in full, or a dict naming
+        the fields that differ from the defaults (what domain randomization passes).
+        """
+        if params is None:
+            return self.default_params
+        if isinstance(params, dict):
+            return with_fields(self.default_params, params)
+        return params
 
     @abc.abstractmethod
     def reset(self, key: jax.Array, params: Params | None = None) -> State:
@@ -97,8 +182,8 @@ class Env(abc.ABC, Generic[Params]):
 class Wrapper(Env):
     """Delegates everything to ``env``; subclasses override what they change.
 
-    A wrapper owns the ``info`` keys it adds and must write them again after
-    delegating, because the inner env does not know them.
+    A wrapper keeps its own bookkeeping in a :class:`State` field of its own, never
+    in ``info``: the inner env's ``state.replace`` carries it through the step.
     """
 
     def __init__(self, env: Env):

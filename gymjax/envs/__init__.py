@@ -71,22 +71,35 @@ def registered_ids(multi_agent: bool = False) -> list[str]:
     return sorted(i for i, s in _REGISTRY.items() if s.multi_agent == multi_agent)
 
 
+def _engine(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """MuJoCo envs take ``engine=`` (``"mjx"``, ``"mujoco"``, ``"auto"``), or its alias ``backend=``.
+
+    ``engine`` is the name to use through clients that keep ``backend=`` for themselves
+    (torchrl's ``GymEnv(id, backend=...)`` picks its gym library by it).
+    """
+    if "engine" in kwargs:
+        if "backend" in kwargs:
+            raise ValueError("pass engine= or its alias backend=, not both")
+        kwargs = {**kwargs, "backend": kwargs.pop("engine")}
+    return kwargs
+
+
 def _ant(**kwargs):
     from gymjax.envs.mujoco import Ant
 
-    return Ant(**kwargs)
+    return Ant(**_engine(kwargs))
 
 
 def _inverted_pendulum(**kwargs):
     from gymjax.envs.mujoco import InvertedPendulum
 
-    return InvertedPendulum(**kwargs)
+    return InvertedPendulum(**_engine(kwargs))
 
 
 def _multi_ant(**kwargs):
     from gymjax.envs.mujoco import MultiAnt
 
-    return MultiAnt(**kwargs)
+    return MultiAnt(**_engine(kwargs))
 
 
 def _cartpole(**kwargs):

@@ -11,6 +11,7 @@ torch nor stable_baselines3.
 from gymjax.wrappers.training import (
     ActionRepeat,
     AutoReset,
+    AutoResetMode,
     DomainRandomization,
     EpisodeWrapper,
     VmapWrapper,
@@ -22,6 +23,7 @@ from gymjax.wrappers.training import (
 __all__ = [
     "ActionRepeat",
     "AutoReset",
+    "AutoResetMode",
     "DomainRandomization",
     "EpisodeWrapper",
     "VmapWrapper",

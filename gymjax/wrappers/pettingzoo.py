@@ -25,33 +25,14 @@ import numpy as np
 import pettingzoo
 
 from gymjax import envs
-from gymjax.core import Env
-from gymjax.envs.mujoco.multi_ant import MultiState, check_agents
-from gymjax.wrappers.gymnasium import (
-    _check_render_mode,
-    _check_seed,
-    _info_keys,
-    _pick,
-    _ready_to_render,
-    batch_keys,
-    check_action,
-)
-from gymjax.wrappers.training import EpisodeWrapper, next_reset_key, wrap_for_training
+from gymjax.core import Env, check_agents
+from gymjax.wrappers.session import Session, check_action
 
 
-def _build_multi(env: Env | str, env_kwargs: dict[str, Any]) -> tuple[Env, str]:
-    """The functional multi-agent env and the name PettingZoo shows for it."""
-    if isinstance(env, str):
-        return envs.make_multi(env, **env_kwargs), env
-    if env_kwargs:
-        raise TypeError(f"keyword arguments {sorted(env_kwargs)} apply only when env is an id")
-    if not hasattr(env, "agents") or not hasattr(env, "action_spaces"):
+def _multi_agent(env: Env | str) -> Env | str:
+    if not isinstance(env, str) and not (hasattr(env, "agents") and hasattr(env, "action_spaces")):
         raise TypeError(f"{env!r} is not a multi-agent env (it has no agents / action_spaces)")
-    return env, repr(env)
-
-
-def _fresh_seed() -> int:
-    return int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+    return env
 
 
 class _MultiAgentAdapter:
@@ -62,12 +43,22 @@ class _MultiAgentAdapter:
     (PettingZoo's seed test samples two envs' spaces side by side).
     """
 
-    def _init_spaces(self, base: Env, name: str) -> None:
+    def _init_spaces(self, env: Env | str) -> None:
+        base = self.session.base
         self.possible_agents = list(base.agents)
         self.observation_spaces = copy.deepcopy(dict(base.observation_spaces))
         self.action_spaces = copy.deepcopy(dict(base.action_spaces))
         self.state_space = copy.deepcopy(getattr(base, "state_space", None))
+        name = env if isinstance(env, str) else repr(env)
         self.metadata = {**base.metadata, "name": name, "is_parallelizable": True}
+
+    @property
+    def jax_env(self) -> Env:
+        return self.session.jax_env
+
+    @property
+    def jax_state(self):
+        return self.session.state
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Box:
         return self.observation_spaces[agent]
@@ -75,10 +66,11 @@ class _MultiAgentAdapter:
     def action_space(self, agent: str) -> gymnasium.spaces.Box:
         return self.action_spaces[agent]
 
+    def _actions(self, actions: dict[str, Any], batch: int | None) -> dict[str, np.ndarray]:
+        return {a: check_action(self.action_spaces[a], actions[a], batch=batch) for a in self.possible_agents}
+
     def close(self):
-        close = getattr(self.jax_env.unwrapped, "close", None)
-        if close is not None:
-            close()
+        self.session.close()
 
 
 class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
@@ -106,53 +98,45 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         height: int = 480,
         **env_kwargs: Any,
     ):
-        base, name = _build_multi(env, env_kwargs)
-        _check_render_mode(render_mode, base.metadata)
-        self._init_spaces(base, name)
+        self.session = Session(
+            _multi_agent(env),
+            max_episode_steps=max_episode_steps,
+            time_limit=True,
+            render_mode=render_mode,
+            width=width,
+            height=height,
+            env_kwargs=env_kwargs,
+            make=envs.make_multi,
+        )
+        self._init_spaces(env)
         self.render_mode = render_mode
         self.agents: list[str] = []
-        self.jax_env = EpisodeWrapper(base, max_episode_steps or base.max_episode_steps)
-        self._size = (width, height)
-        self._info_keys = _info_keys(base)
-        self._reset_info_keys = base.reset_info_keys or self._info_keys
-        self._reset = jax.jit(self.jax_env.reset)
-        self._step = jax.jit(self.jax_env.step)
+        base = self.session.base
         self._global_state = jax.jit(base.global_state) if hasattr(base, "global_state") else None
-        self._key: jax.Array | None = None
-        self.jax_state: MultiState | None = None
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
-        if seed is not None:
-            self._key = jax.random.PRNGKey(_check_seed(seed))
-        elif self._key is None:
-            self._key = jax.random.PRNGKey(_fresh_seed())
-        self._key, key = next_reset_key(self._key)
-        self.jax_state = self._reset(key)
+        self.session.reset(seed)
         self.agents = list(self.possible_agents)
-        obs, info = jax.device_get((self.jax_state.obs, _pick(self.jax_state.info, self._reset_info_keys)))
+        obs, info = self.session.fetch_reset()
         return dict(obs), self._per_agent(info)
 
     def step(self, actions: dict[str, Any]):
-        if self.jax_state is None:
+        if self.session.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         if not self.agents:
             raise gymnasium.error.ResetNeeded("the episode has ended (agents is empty); call reset()")
         check_agents(actions, self.agents)
-        actions = {a: check_action(self.action_spaces[a], actions[a]) for a in self.possible_agents}
-        self.jax_state = self._step(self.jax_state, actions)
-        s = self.jax_state
-        obs, reward, terminated, truncated, info = jax.device_get(
-            (s.obs, s.reward, s.terminated, s.truncated, _pick(s.info, self._info_keys))
-        )
-        reward, terminated, truncated = float(reward), bool(terminated), bool(truncated)
+        self.session.step(self._actions(actions, batch=None))
+        out = self.session.fetch()
+        reward, terminated, truncated = float(out.reward), bool(out.terminated), bool(out.truncated)
         if terminated or truncated:
             self.agents = []
         return (
-            dict(obs),
+            dict(out.obs),
             dict.fromkeys(self.possible_agents, reward),
             dict.fromkeys(self.possible_agents, terminated),
             dict.fromkeys(self.possible_agents, truncated),
-            self._per_agent(info),
+            self._per_agent(out.info),
         )
 
     def _per_agent(self, info: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
@@ -162,15 +146,12 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         """The global observation (the single-agent Ant's, ``state_space``)."""
         if self._global_state is None:
             raise NotImplementedError(f"{self.metadata['name']} has no global state")
-        if self.jax_state is None:
+        if self.session.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before state()")
-        return np.asarray(self._global_state(self.jax_state))
+        return np.asarray(self._global_state(self.session.state))
 
     def render(self):
-        if not _ready_to_render(self.render_mode, self.jax_state):
-            return None
-        width, height = self._size
-        return self.jax_env.render(self.jax_state, width=width, height=height)
+        return self.session.render()
 
 
 class PettingZooVectorEnv(_MultiAgentAdapter):
@@ -207,54 +188,35 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
         max_episode_steps: int | None = None,
         **env_kwargs: Any,
     ):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        base, name = _build_multi(env, env_kwargs)
-        self._init_spaces(base, name)
+        self.session = Session(
+            _multi_agent(env), num_envs, max_episode_steps=max_episode_steps, env_kwargs=env_kwargs,
+            make=envs.make_multi,
+        )
+        self._init_spaces(env)
         self.agents = list(self.possible_agents)
-        self.num_envs = int(num_envs)
-        self.jax_env = wrap_for_training(base, episode_length=max_episode_steps)
-        self._info_keys = _info_keys(base)
-        self._reset_info_keys = base.reset_info_keys or self._info_keys
-        self._reset = jax.jit(self.jax_env.reset)
-        self._step = jax.jit(self.jax_env.step)
-        self.jax_state: MultiState | None = None
+        self.num_envs = self.session.num_envs
 
     def reset(self, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         """Env ``i`` is seeded ``seed + i`` (or ``seed[i]``); ``options`` are ignored."""
-        if seed is None and self.jax_state is not None:
-            keys = self.jax_state.info["autoreset_key"]  # each env continues its own stream
-        else:
-            keys = batch_keys(_fresh_seed() if seed is None else seed, self.num_envs)
-        self.jax_state = self._reset(keys)
-        obs, info = jax.device_get((self.jax_state.obs, _pick(self.jax_state.info, self._reset_info_keys)))
+        self.session.reset(seed)
+        obs, info = self.session.fetch_reset()
         return dict(obs), {agent: dict(info) for agent in self.possible_agents}
 
     def step(self, actions: dict[str, Any]):
-        if self.jax_state is None:
+        if self.session.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         check_agents(actions, self.possible_agents)
-        actions = {
-            a: check_action(self.action_spaces[a], actions[a], batch=self.num_envs)
-            for a in self.possible_agents
-        }
-        self.jax_state = self._step(self.jax_state, actions)
-        s = self.jax_state
-        obs, reward, terminated, truncated, info = jax.device_get(
-            (s.obs, s.reward, s.terminated, s.truncated, _pick(s.info, self._info_keys))
-        )
-        done = terminated | truncated
-        infos = {agent: dict(info) for agent in self.possible_agents}
+        self.session.step(self._actions(actions, batch=self.num_envs))
+        out = self.session.fetch()
+        done = out.done
+        infos = {agent: dict(out.info) for agent in self.possible_agents}
         if done.any():
-            final_obs, final_info = jax.device_get(
-                (s.info["final_obs"], _pick(s.info["final_info"], self._info_keys))
-            )
             for agent in self.possible_agents:
-                infos[agent].update(final_obs=final_obs[agent], final_info=dict(final_info), _final_obs=done)
+                infos[agent].update(final_obs=out.final_obs[agent], final_info=dict(out.final_info), _final_obs=done)
         return (
-            dict(obs),
-            dict.fromkeys(self.possible_agents, reward),
-            dict.fromkeys(self.possible_agents, terminated),
-            dict.fromkeys(self.possible_agents, truncated),
+            dict(out.obs),
+            dict.fromkeys(self.possible_agents, out.reward),
+            dict.fromkeys(self.possible_agents, out.terminated),
+            dict.fromkeys(self.possible_agents, out.truncated),
             infos,
         )

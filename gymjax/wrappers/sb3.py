@@ -29,22 +29,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import gymnasium
-import jax
-import jax.numpy as jnp
 import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from gymjax.core import Env, Wrapper
-from gymjax.wrappers.gymnasium import (
-    _build,
-    _check_render_mode,
-    _check_seed,
-    _info_keys,
-    _pick,
-    check_action,
-)
-from gymjax.wrappers.training import RandomizationFn, wrap_for_training
+from gymjax.wrappers.session import Session, check_action
+from gymjax.wrappers.training import RandomizationFn
 
 # What a DummyVecEnv of Monitor(gymnasium.make(id)) envs has around each env, and
 # this adapter does in JAX and on the host: env_is_wrapped answers for these.
@@ -76,123 +67,88 @@ class SB3VecEnv(VecEnv):
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
         randomization_fn: RandomizationFn | None = None,
+        action_repeat: int = 1,
         width: int = 480,
         height: int = 480,
         **env_kwargs: Any,
     ):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        num_envs = int(num_envs)
-        base = _build(env, env_kwargs)
-        _check_render_mode(render_mode, base.metadata)
-        self.jax_env = wrap_for_training(
-            base, episode_length=max_episode_steps, randomization_fn=randomization_fn
+        self.session = Session(
+            env,
+            num_envs,
+            max_episode_steps=max_episode_steps,
+            action_repeat=action_repeat,
+            randomization_fn=randomization_fn,
+            render_mode=render_mode,
+            width=width,
+            height=height,
+            env_kwargs=env_kwargs,
         )
-        self._info_keys = _info_keys(base)
-        self._reset_info_keys = base.reset_info_keys or self._info_keys
-        self._reset = jax.jit(self.jax_env.reset)
-        self._step = jax.jit(self.jax_env.step)
-        self._size = (width, height)
+        base = self.session.base
         # Read by VecEnv.__init__ (get_attr("render_mode")), so set before it.
-        self._env_attrs: list[dict[str, Any]] = [{"render_mode": render_mode} for _ in range(num_envs)]
-        super().__init__(num_envs, base.observation_space, base.action_space)
+        self._env_attrs: list[dict[str, Any]] = [{"render_mode": render_mode} for _ in range(self.session.num_envs)]
+        super().__init__(self.session.num_envs, base.observation_space, base.action_space)
         self.metadata = dict(base.metadata)  # DummyVecEnv takes its envs' metadata
-        self.state = None
         self._stepping = False
-        # Monitor's bookkeeping, on the host: float64 sums of the float32 rewards
-        # add up exactly as Monitor's sum() of Python floats does.
-        self.t_start = time.time()
-        self._returns = np.zeros(num_envs, np.float64)
-        self._lengths = np.zeros(num_envs, np.int64)
+        self.t_start = time.time()  # Monitor's clock, for episode["t"]
+
+    @property
+    def jax_env(self) -> Env:
+        return self.session.jax_env
+
+    @property
+    def state(self):
+        return self.session.state
 
     def reset(self) -> np.ndarray:
+        """Env ``i`` is seeded as ``seed(s)`` asked (``s + i``), or continues its own stream."""
         if any(self._options):
             raise ValueError(f"reset options are not supported, got {self._options}")
-        self.state = self._reset(self._keys(self._seeds))
+        self.session.reset(list(self._seeds))
         self._reset_seeds()
         self._reset_options()
         self._stepping = False
-        self._returns[:] = 0.0
-        self._lengths[:] = 0
-        obs, info = jax.device_get((self.state.obs, _pick(self.state.info, self._reset_info_keys)))
-        self.reset_infos = [{k: info[k][i] for k in self._reset_info_keys} for i in range(self.num_envs)]
+        obs, info = self.session.fetch_reset()
+        self.reset_infos = [{k: v[i] for k, v in info.items()} for i in range(self.num_envs)]
         return np.array(obs)
 
-    def _keys(self, seeds: Sequence[int | None]) -> jax.Array:
-        """PRNG keys ``[N]`` for a reset: ``PRNGKey(seeds[i])``, or env ``i``'s own stream.
-
-        An env without a seed continues its stream, as a Gymnasium env reset with
-        ``seed=None`` does; before the first reset it starts a random one.
-        """
-        given = np.array([s is not None for s in seeds])
-        fresh = np.random.default_rng().integers(2**31, size=self.num_envs)
-        ints = [_check_seed(s) if s is not None else int(f) for s, f in zip(seeds, fresh)]
-        keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(ints, jnp.uint32))
-        if self.state is None or given.all():
-            return keys
-        return jnp.where(given[:, None], keys, self.state.info["autoreset_key"])
-
     def step_async(self, actions: np.ndarray) -> None:
-        if self.state is None:
+        if self.session.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this VecEnv has no state yet")
         if self._stepping:
             raise RuntimeError("step_async() called twice: call step_wait() for the pending step first")
-        actions = check_action(self.action_space, actions, batch=self.num_envs)
         # Dispatch only: JAX computes while SB3 does other work until step_wait.
-        self.state = self._step(self.state, actions)
+        self.session.step(check_action(self.action_space, actions, batch=self.num_envs))
         self._stepping = True
 
     def step_wait(self):
         if not self._stepping:
             raise RuntimeError("call step_async(actions) before step_wait()")
         self._stepping = False
-        s = self.state
-        obs, rewards, terminated, truncated, info = jax.device_get(
-            (s.obs, s.reward, s.terminated, s.truncated, _pick(s.info["final_info"], self._info_keys))
-        )
-        dones = terminated | truncated
-        self._returns += rewards
-        self._lengths += 1
-        ended = {}
-        if dones.any():
-            final_obs, reset_info = jax.device_get((s.info["final_obs"], _pick(s.info, self._reset_info_keys)))
-            elapsed = round(time.time() - self.t_start, 6)
-            for i in np.flatnonzero(dones):
-                episode = {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]), "t": elapsed}
-                ended[i] = (episode, np.array(final_obs[i]))
-                self.reset_infos[i] = {k: reset_info[k][i] for k in self._reset_info_keys}
-            self._returns[dones] = 0.0
-            self._lengths[dones] = 0
+        out = self.session.fetch()
+        dones = out.done
+        elapsed = round(time.time() - self.t_start, 6)
         infos = []
         for i in range(self.num_envs):
-            # Key order as DummyVecEnv's: env info, Monitor's episode, then its own keys.
-            env_info = {k: info[k][i] for k in self._info_keys}
-            if i in ended:
-                env_info["episode"] = ended[i][0]
-            env_info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-            if i in ended:
-                env_info["terminal_observation"] = ended[i][1]
-            infos.append(env_info)
-        return np.array(obs), np.array(rewards, np.float32), np.array(dones, bool), infos
+            # Key order as DummyVecEnv's: the step's info, Monitor's episode, then its own keys.
+            info = {k: v[i] for k, v in out.final_info.items()}
+            if dones[i]:
+                length = int(out.episode.episode_length[i])
+                info["episode"] = {"r": round(float(out.episode.episode_return[i]), 6), "l": length, "t": elapsed}
+                self.reset_infos[i] = {k: out.info[k][i] for k in self.session.reset_info_keys}
+            info["TimeLimit.truncated"] = bool(out.truncated[i] and not out.terminated[i])
+            if dones[i]:
+                info["terminal_observation"] = np.array(out.final_obs[i])
+            infos.append(info)
+        return np.array(out.obs), np.array(out.reward, np.float32), np.array(dones, bool), infos
 
     def close(self) -> None:
-        close = getattr(self.jax_env.unwrapped, "close", None)
-        if close is not None:
-            close()
+        self.session.close()
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         if self.render_mode != "rgb_array":
             warnings.warn(f"render_mode is {self.render_mode}, but get_images needs 'rgb_array'")
             return [None] * self.num_envs
-        if self.state is None:
-            raise gymnasium.error.ResetNeeded("call reset() before render()")
-        width, height = self._size
-        host = jax.device_get(self.state)
-        base = self.jax_env.unwrapped
-        return [
-            base.render(jax.tree.map(lambda x: x[i], host), width=width, height=height)
-            for i in range(self.num_envs)
-        ]
+        return list(self.session.render())
 
     def _env_attr(self, name: str) -> tuple[bool, Any]:
         """``name`` looked up through the JAX wrapper stack, outermost first.

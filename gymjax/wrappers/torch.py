@@ -26,7 +26,6 @@ import torch
 
 from gymjax.core import Env
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
-from gymjax.wrappers.training import EpisodeWrapper
 
 
 def torch_device_of(jax_device: jax.Device) -> torch.device:
@@ -166,23 +165,25 @@ class TorchVectorEnv(GymnasiumVectorEnv):
         return to_torch(array, self.device, self.copy)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
-        self._reset_state(seed, options)
-        keys = [k for k in self._info_keys if k not in self._step_only_keys]
-        info = {k: self._tensor(self.state.info[k]) for k in keys}
-        return self._tensor(self.state.obs), info
+        self.session.reset(seed)
+        s = self.session.state
+        info = {k: self._tensor(s.info[k]) for k in self.session.reset_info_keys}
+        return self._tensor(s.obs), info
 
     def step(self, actions: torch.Tensor):
-        if self.state is None:
-            raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         check_torch_action(self.single_action_space, actions, self.device, batch=self.num_envs)
-        self.state = self._step(self.state, to_jax(actions, self.bridge_device))
-        s, tensor = self.state, self._tensor
+        self.session.step(to_jax(actions, self.bridge_device))
+        s, tensor = self.session.state, self._tensor
         terminated, truncated = tensor(s.terminated), tensor(s.truncated)
-        info = {k: tensor(s.info[k]) for k in self._info_keys}
-        info["final_obs"] = tensor(s.info["final_obs"])
+        info = {k: tensor(v) for k, v in s.info.items()}
+        final = s.autoreset
+        info["final_obs"] = tensor(final.final_obs)
         info["_final_obs"] = terminated | truncated
-        info["final_info"] = {k: tensor(s.info["final_info"][k]) for k in self._info_keys}
-        info["final_metrics"] = {k: tensor(v) for k, v in s.info["final_metrics"].items()}
+        info["final_info"] = {k: tensor(v) for k, v in final.final_info.items()}
+        info["final_metrics"] = {
+            "episode_return": tensor(final.final_episode.episode_return),
+            "episode_length": tensor(final.final_episode.episode_length),
+        }
         return tensor(s.obs), tensor(s.reward), terminated, truncated, info
 
 
@@ -211,16 +212,11 @@ class TorchEnv(GymnasiumEnv):
         max_episode_steps: int | None = None,
         **kwargs: Any,
     ):
-        super().__init__(env, **kwargs)
-        _action_dtypes(self.action_space)
-        limit = max_episode_steps or self.jax_env.max_episode_steps
-        if limit is None:
-            raise ValueError(f"{self.jax_env!r} has no max_episode_steps; pass max_episode_steps")
-        # Replaces GymnasiumEnv's stack: the time limit it leaves to gymnasium.make's
+        # The time limit runs in JAX (the registered one by default): gymnasium.make's
         # TimeLimit would turn `truncated` into a Python bool.
-        self.jax_env = EpisodeWrapper(self.jax_env, limit)
-        self._reset = jax.jit(self.jax_env.reset)
-        self._step = jax.jit(self.jax_env.step)
+        limit = max_episode_steps or _registered_limit(env, kwargs)
+        super().__init__(env, max_episode_steps=limit, **kwargs)
+        _action_dtypes(self.action_space)
         self.bridge_device = torch_device_of(jax.devices()[0])
         self.device = _canonical(device, self.bridge_device)
         self.copy = copy
@@ -229,21 +225,27 @@ class TorchEnv(GymnasiumEnv):
         return to_torch(array, self.device, self.copy)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._reset_state(seed, options)
-        info = {k: self._tensor(self.state.info[k]) for k in self._reset_info_keys}
-        return self._tensor(self.state.obs), info
+        self.session.reset(seed)
+        gymnasium.Env.reset(self, seed=seed)
+        s = self.session.state
+        info = {k: self._tensor(s.info[k]) for k in self.session.reset_info_keys}
+        return self._tensor(s.obs), info
 
     def step(self, action: torch.Tensor):
-        if self.state is None:
-            raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         check_torch_action(self.action_space, action, self.device)
-        self.state = self._step(self.state, to_jax(action, self.bridge_device))
-        s, tensor = self.state, self._tensor
-        info = {k: tensor(s.info[k]) for k in self._info_keys}
+        self.session.step(to_jax(action, self.bridge_device))
+        s, tensor = self.session.state, self._tensor
+        info = {k: tensor(v) for k, v in s.info.items()}
         return tensor(s.obs), tensor(s.reward), tensor(s.terminated), tensor(s.truncated), info
 
-    def set_state(self, qpos, qvel) -> None:
-        raise NotImplementedError("TorchEnv does not support set_state; use GymnasiumEnv")
+
+def _registered_limit(env: Env | str, kwargs: dict[str, Any]) -> int:
+    from gymjax import envs
+
+    limit = envs.spec(env).max_episode_steps if isinstance(env, str) else env.max_episode_steps
+    if limit is None:
+        raise ValueError(f"{env!r} has no max_episode_steps; pass max_episode_steps")
+    return limit
 
 
 __all__ = ["TorchEnv", "TorchVectorEnv", "check_torch_action", "to_jax", "to_torch", "torch_device_of"]

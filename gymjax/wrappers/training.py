@@ -1,5 +1,5 @@
 """Composable JAX wrappers: time limit, action repeat, domain randomization,
-vmap batching and same-step auto-reset, plus the train/eval env builders.
+vmap batching and auto-reset, plus the train/eval env builders.
 
 The usual stack, innermost first (what :func:`wrap_for_training` builds)::
 
@@ -12,14 +12,16 @@ can back a training batch, an eval batch and a Gymnasium adapter at once.
 from __future__ import annotations
 
 import copy
+import enum
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from gymjax.core import Env, State, Wrapper
+from gymjax.core import AutoResetState, Env, EpisodeStatistics, State, Wrapper, field_names, with_fields
 
 RandomizationFn = Callable[[Any, jax.Array], Any]
 
@@ -47,10 +49,9 @@ def _where(mask: jax.Array, on_true: Any, on_false: Any) -> Any:
 class EpisodeWrapper(Wrapper):
     """Truncates at ``max_episode_steps`` agent steps (Gymnasium's ``TimeLimit``).
 
-    Adds ``info["steps"]`` (int32, steps since reset) and keeps running episode
-    statistics in ``metrics["episode_return"]`` and ``metrics["episode_length"]``.
-    ``terminated`` and ``truncated`` stay apart; both are set when a terminal
-    state is reached on the last allowed step.
+    Keeps the running episode statistics in ``state.episode``
+    (:class:`~gymjax.core.EpisodeStatistics`). ``terminated`` and ``truncated`` stay
+    apart; both are set when a terminal state is reached on the last allowed step.
     """
 
     def __init__(self, env: Env, max_episode_steps: int):
@@ -63,21 +64,14 @@ class EpisodeWrapper(Wrapper):
 
     def reset(self, key, params=None):
         state = self.env.reset(key, params)
-        metrics = {"episode_return": jnp.float32(0.0), "episode_length": jnp.int32(0)}
-        return state.replace(
-            info={**state.info, "steps": jnp.int32(0)},
-            metrics={**state.metrics, **metrics},
-        )
+        return state.replace(episode=EpisodeStatistics(jnp.float32(0.0), jnp.int32(0)))
 
     def step(self, state, action, params=None):
-        steps = state.info["steps"] + 1
         out = self.env.step(state, action, params)
-        episode_return = state.metrics["episode_return"] + out.reward
-        metrics = {"episode_return": episode_return, "episode_length": steps}
+        length = state.episode.episode_length + 1
         return out.replace(
-            truncated=out.truncated | (steps >= self._max_episode_steps),
-            info={**out.info, "steps": steps},
-            metrics={**out.metrics, **metrics},
+            truncated=out.truncated | (length >= self._max_episode_steps),
+            episode=EpisodeStatistics(state.episode.episode_return + out.reward, length),
         )
 
 
@@ -123,96 +117,106 @@ class DomainRandomization(Wrapper):
         randomization_fn: either ``fn(params, key) -> params`` for one env (gymjax's
             form), or Brax's batched form ``fn(params, keys[B]) -> (params_batched,
             in_axes)``; the form is recognized by what the function returns.
+        fields: the dotted names of the fields the function draws
+            (``("body_mass", "opt.gravity")``). By default: Brax's ``in_axes`` name
+            them; for gymjax's form, the fields whose values differ from the
+            defaults for either of two probe keys.
 
-    The randomized leaves ride along in ``info["randomized_params"]``, so they
-    follow the state through ``vmap``, ``scan`` and sharding; ``env`` is only ever
-    read. Unlike Brax (parameters fixed per batch slot), parameters are drawn
-    anew at each reset, auto-resets included.
+    The drawn values ride along in ``state.randomized`` (``{field: value}``), so they
+    follow the state through ``vmap``, ``scan`` and sharding, and the env receives
+    them by name; ``env`` is only ever read. Unlike Brax (parameters fixed per batch
+    slot), parameters are drawn anew at each reset, auto-resets included.
     """
 
-    def __init__(self, env: Env, randomization_fn: RandomizationFn):
+    def __init__(self, env: Env, randomization_fn: RandomizationFn, fields: tuple[str, ...] | None = None):
         super().__init__(env)
         if not callable(randomization_fn):
             raise TypeError(f"randomization_fn must be callable, got {randomization_fn!r}")
         self.randomization_fn = randomization_fn
-        self._default_leaves, self._treedef = jax.tree.flatten(env.default_params)
-        self._brax_form, self._randomized = self._probe()
+        self._names = field_names(env.default_params)
+        self._treedef = jax.tree.structure(env.default_params)
+        self._brax_form = self._probe_form()
+        if fields is None:
+            fields = self._drawn_fields()
+        unknown = sorted(set(fields) - set(self._names))
+        if unknown:
+            raise ValueError(f"fields {unknown} are not fields of the params; they are {self._names}")
+        self.fields = tuple(name for name in self._names if name in set(fields))
+        if not self.fields:
+            warnings.warn("randomization_fn changed no parameter: every env gets the defaults")
 
-    def _probe(self) -> tuple[bool, tuple[int, ...]]:
-        """Finds the function's form and which parameter leaves it changes.
-
-        Runs under ``eval_shape`` with a traced key: nothing is computed and only
-        booleans leave the trace.
-        """
-        defaults = self.env.default_params
-        changed: list[tuple[bool, tuple[int, ...]]] = []
+    def _probe_form(self) -> bool:
+        """True for Brax's form. Runs under ``eval_shape``: nothing is computed."""
+        defaults, key = self.env.default_params, jax.random.PRNGKey(0)
 
         def ours(key):
             out = self.randomization_fn(defaults, key)
             if isinstance(out, tuple) and len(out) == 2:
                 raise _BraxForm
-            changed.append((False, self._changed_leaves(out, None)))
+            self._check_structure(out)
 
         def brax(key):
             out, in_axes = self.randomization_fn(defaults, key[None])
-            changed.append((True, self._changed_leaves(out, in_axes)))
+            self._check_structure(out)
+            self._brax_axes = self._treedef.flatten_up_to(in_axes)
 
-        key = jax.random.PRNGKey(0)
         try:
             jax.eval_shape(ours, key)
+            return False
         except _BraxForm:
             jax.eval_shape(brax, key)
+            return True
         except Exception as ours_error:
             try:
                 jax.eval_shape(brax, key)
             except Exception:
                 raise ours_error from None
-        brax_form, randomized = changed[0]
-        if not randomized:
-            warnings.warn("randomization_fn changed no parameter: every env gets the defaults")
-        return brax_form, randomized
+            return True
 
-    def _changed_leaves(self, params, in_axes) -> tuple[int, ...]:
-        leaves, treedef = jax.tree.flatten(params)
-        if treedef != self._treedef:
+    def _check_structure(self, params) -> None:
+        if jax.tree.structure(params) != self._treedef:
             raise ValueError(
                 "randomization_fn must return the params with the same structure as "
                 f"env.default_params (a {type(self.env.default_params).__name__}, static "
                 "fields unchanged); use params.replace(field=new_value)"
             )
-        if in_axes is not None:
-            axes = self._treedef.flatten_up_to(in_axes)
-            return tuple(i for i, axis in enumerate(axes) if axis is not None)
-        return tuple(i for i, (new, old) in enumerate(zip(leaves, self._default_leaves)) if new is not old)
 
-    def draw(self, key: jax.Array) -> tuple[jax.Array, ...]:
-        """The randomized parameter leaves for one env."""
+    def _drawn_fields(self) -> tuple[str, ...]:
+        if self._brax_form:
+            return tuple(n for n, axis in zip(self._names, self._brax_axes) if axis is not None)
+        keys = jax.random.split(jax.random.PRNGKey(0))
+        drawn = jax.jit(jax.vmap(lambda k: self.randomization_fn(self.env.default_params, k)))(keys)
+        changed = []
+        for name, new, old in zip(self._names, jax.tree.leaves(drawn), jax.tree.leaves(self.env.default_params)):
+            new = np.asarray(new)
+            if not np.array_equal(new, np.broadcast_to(np.asarray(old, new.dtype), new.shape)):
+                changed.append(name)
+        return tuple(changed)
+
+    def draw(self, key: jax.Array) -> dict[str, jax.Array]:
+        """The drawn fields of one env, by name."""
         if self._brax_form:
             params, _ = self.randomization_fn(self.env.default_params, key[None])
-            leaves = jax.tree.leaves(params)
-            return tuple(leaves[i][0] for i in self._randomized)
-        leaves = jax.tree.leaves(self.randomization_fn(self.env.default_params, key))
-        return tuple(leaves[i] for i in self._randomized)
-
-    def params(self, randomized: tuple[jax.Array, ...]) -> Any:
-        """The full params of one env from its randomized leaves."""
-        leaves = list(self._default_leaves)
-        for i, leaf in zip(self._randomized, randomized):
-            leaves[i] = leaf
-        return self._treedef.unflatten(leaves)
+            leaves = dict(zip(self._names, jax.tree.leaves(params)))
+            return {name: leaves[name][0] for name in self.fields}
+        leaves = dict(zip(self._names, jax.tree.leaves(self.randomization_fn(self.env.default_params, key))))
+        return {name: leaves[name] for name in self.fields}
 
     def reset(self, key, params=None):
         if params is not None:
             raise ValueError("DomainRandomization draws its own params; do not pass params")
         key_params, key_env = jax.random.split(key)
         randomized = self.draw(key_params)
-        state = self.env.reset(key_env, self.params(randomized))
-        return state.replace(info={**state.info, "randomized_params": randomized})
+        return self.env.reset(key_env, self._params(randomized)).replace(randomized=randomized)
 
     def step(self, state, action, params=None):
-        randomized = state.info["randomized_params"]
-        out = self.env.step(state, action, self.params(randomized))
-        return out.replace(info={**out.info, "randomized_params": randomized})
+        return self.env.step(state, action, self._params(state.randomized))
+
+    def _params(self, randomized: dict[str, jax.Array]):
+        """The fields by name to an env that takes them so (``params_by_name``), else the full params."""
+        if self.env.unwrapped.params_by_name:
+            return randomized
+        return with_fields(self.env.default_params, randomized)
 
 
 class _BraxForm(Exception):
@@ -232,71 +236,99 @@ class VmapWrapper(Wrapper):
         return jax.vmap(self.env.step, in_axes=(0, 0, None))(state, action, params)
 
 
+class AutoResetMode(str, enum.Enum):
+    """When an ended episode restarts; the values are Gymnasium's ``AutoresetMode`` values."""
+
+    SAME_STEP = "SameStep"  # the ending step returns the new episode's first obs
+    NEXT_STEP = "NextStep"  # the ending step returns the last obs; the next step resets
+
+    @classmethod
+    def of(cls, mode: Any) -> AutoResetMode:
+        """Accepts this enum, Gymnasium's ``AutoresetMode``, or their values / names."""
+        value = getattr(mode, "value", mode)
+        for member in cls:
+            if value in (member.value, member.name, member.name.lower(), member.name.lower().replace("_", "-")):
+                return member
+        choices = [m.name.lower() for m in cls]
+        raise ValueError(
+            f"autoreset_mode must be one of {choices} (or gymnasium.vector.AutoresetMode.SAME_STEP / "
+            f"NEXT_STEP), got {mode!r}"
+        )
+
+
 class AutoReset(Wrapper):
-    """Same-step auto-reset for a batched env, keeping the final observation.
+    """Auto-reset for a batched env, in either of Gymnasium's two modes.
 
-    When an env's episode ends, the returned state holds the *reset* observation,
-    env state, info and metrics, while ``reward``, ``terminated`` and ``truncated``
-    are those of the ending step (Gymnasium's ``AutoresetMode.SAME_STEP``). What
-    the reset replaced is kept in ``info["final_obs"]``, ``info["final_info"]`` and
-    ``info["final_metrics"]`` (equal to the live values where nothing ended).
-    Brax's auto-reset drops them and restarts every episode from one fixed state.
+    ``mode=SAME_STEP`` (the default, and what trainers use): when an env's episode
+    ends, the returned state holds the *reset* observation, env state and info,
+    while ``reward``, ``terminated`` and ``truncated`` are those of the ending step.
+    What the reset replaced is kept in ``state.autoreset.final_obs``, ``final_info``
+    and ``final_episode``. Brax's auto-reset drops them and restarts every episode
+    from one fixed state.
 
-    Each env carries its own key in ``info["autoreset_key"]`` and consumes it
-    with :func:`next_reset_key`, as a single env does across its resets. Resets
-    are computed only on steps where some episode ended.
+    ``mode=NEXT_STEP`` (``SyncVectorEnv``'s default): the ending step returns the
+    episode's last observation; the env's next step ignores its action and returns
+    the reset, with reward 0 and both flags False.
+
+    Each env carries its own key in ``state.autoreset.key`` and consumes it with
+    :func:`next_reset_key`, as a single env does across its resets. Resets are
+    computed only on steps where some env needs one.
     """
+
+    def __init__(self, env: Env, mode: AutoResetMode | str = AutoResetMode.SAME_STEP):
+        super().__init__(env)
+        self.mode = AutoResetMode.of(mode)
 
     def reset(self, keys, params=None):
         keep, use = jax.vmap(next_reset_key)(keys)
         state = self.env.reset(use, params)
-        return self._record(state, state, keep)
-
-    _OWN_KEYS = ("autoreset_key", "final_obs", "final_info", "final_metrics")
+        return self._record(state, state, keep, jnp.zeros(state.reward.shape, bool))
 
     def step(self, state, action, params=None):
-        keys = state.info["autoreset_key"]
-        inner_info = {k: v for k, v in state.info.items() if k not in self._OWN_KEYS}
-        stepped = self.env.step(state.replace(info=inner_info), action, params)
-        done = stepped.terminated | stepped.truncated
+        keys, pending = state.autoreset.key, state.autoreset.pending
+        stepped = self.env.step(state.replace(autoreset=None), action, params)
+        # Same step: reset what just ended. Next step: reset what ended last time.
+        resetting = stepped.done if self.mode is AutoResetMode.SAME_STEP else pending
 
-        def reset_ended(operand):
+        def reset_some(operand):
             stepped, keys = operand
             keep, use = jax.vmap(next_reset_key)(keys)
             fresh = self.env.reset(use, params)
-            live = (stepped.env_state, stepped.obs, stepped.info, stepped.metrics)
-            reset = (fresh.env_state, fresh.obs, fresh.info, fresh.metrics)
-            env_state, obs, info, metrics = _where(done, reset, live)
-            merged = stepped.replace(env_state=env_state, obs=obs, info=info, metrics=metrics)
-            return merged, _where(done, keep, keys)
+            if self.mode is AutoResetMode.SAME_STEP:
+                # The flags and reward stay the ending step's.
+                fresh = fresh.replace(reward=stepped.reward, terminated=stepped.terminated, truncated=stepped.truncated)
+            return _where(resetting, fresh, stepped), _where(resetting, keep, keys)
 
-        merged, keys = jax.lax.cond(done.any(), reset_ended, lambda op: op, (stepped, keys))
-        return self._record(merged, stepped, keys)
+        merged, keys = jax.lax.cond(resetting.any(), reset_some, lambda op: op, (stepped, keys))
+        pending = merged.done if self.mode is AutoResetMode.NEXT_STEP else pending
+        return self._record(merged, stepped, keys, pending)
 
     @staticmethod
-    def _record(state: State, final: State, keys: jax.Array) -> State:
-        info = {
-            **state.info,
-            "autoreset_key": keys,
-            "final_obs": final.obs,
-            "final_info": dict(final.info),
-            "final_metrics": dict(final.metrics),
-        }
-        return state.replace(info=info)
+    def _record(state: State, final: State, keys: jax.Array, pending: jax.Array) -> State:
+        return state.replace(
+            autoreset=AutoResetState(
+                key=keys,
+                final_obs=final.obs,
+                final_info=final.info,
+                final_episode=final.episode,
+                pending=pending,
+            )
+        )
 
 
 def single_env_stack(
     env: Env,
-    episode_length: int,
+    episode_length: int | None,
     action_repeat: int,
     randomization_fn: RandomizationFn | None,
 ) -> Env:
-    """One unbatched env with randomization, action repeat and a time limit of ``episode_length`` agent steps."""
+    """One unbatched env with randomization, action repeat and a time limit of ``episode_length``
+    agent steps (none when it is None)."""
     if randomization_fn is not None:
         env = DomainRandomization(env, randomization_fn)
     if action_repeat != 1:
         env = ActionRepeat(env, action_repeat)
-    return EpisodeWrapper(env, episode_length)
+    return env if episode_length is None else EpisodeWrapper(env, episode_length)
 
 
 def wrap_for_training(
@@ -305,17 +337,19 @@ def wrap_for_training(
     episode_length: int | None = None,
     action_repeat: int = 1,
     randomization_fn: RandomizationFn | None = None,
+    autoreset_mode: AutoResetMode | str = AutoResetMode.SAME_STEP,
 ) -> Env:
     """The batched, auto-resetting env a trainer steps.
 
     ``reset(keys[N])`` starts ``N`` envs; ``step`` advances all of them and resets
-    the ones whose episode ended, in the same call. ``episode_length`` defaults to
-    the env's registered ``max_episode_steps``.
+    the ones whose episode ended, in the same call (``autoreset_mode`` may defer
+    that to the next call, as Gymnasium's ``SyncVectorEnv`` does). ``episode_length``
+    defaults to the env's registered ``max_episode_steps``.
     """
     episode_length = episode_length or env.max_episode_steps
     if episode_length is None:
         raise ValueError(f"{env!r} has no max_episode_steps; pass episode_length")
-    return AutoReset(VmapWrapper(single_env_stack(env, episode_length, action_repeat, randomization_fn)))
+    return AutoReset(VmapWrapper(single_env_stack(env, episode_length, action_repeat, randomization_fn)), autoreset_mode)
 
 
 def make_eval_env(

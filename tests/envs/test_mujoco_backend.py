@@ -12,6 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import gymjax
+from gymjax.core import field_names
 from gymjax.envs.mujoco import base
 from gymjax.envs.mujoco.host import HostData, HostPhysics, NotDifferentiableError
 from gymjax.wrappers.training import wrap_for_training
@@ -134,7 +135,7 @@ def test_a_vmapped_batch_is_one_host_call_and_scans_with_auto_reset(ant_c, monke
     def rollout(state, actions):
         def body(state, action):
             state = env.step(state, action)
-            return state, (state.reward, state.truncated, state.info["steps"])
+            return state, (state.reward, state.truncated, state.episode.episode_length)
 
         return jax.lax.scan(body, state, actions)
 
@@ -204,13 +205,16 @@ def test_randomized_params_follow_mjx_semantics(pendulum_mjx, pendulum_c):
 
 def test_unsupported_randomized_field_is_a_clear_error(pendulum_c):
     params = pendulum_c.default_params
-    names = base.model_field_names(params)
-    leaves, treedef = jax.tree.flatten(params)
+    names = field_names(params)
+    leaves = jax.tree.leaves(params)
     index = next(i for i, n in enumerate(names) if "_impl" in n and isinstance(leaves[i], jax.Array))
-    leaves[index] = leaves[index] + 0
     state = pendulum_c.reset(jax.random.PRNGKey(0))
     with pytest.raises(NotImplementedError, match=names[index].replace(".", r"\.")):
-        pendulum_c.step(state, jnp.zeros(1), treedef.unflatten(leaves))
+        pendulum_c.step(state, jnp.zeros(1), {names[index]: leaves[index] + 0})
+    # A whole model does not say which fields changed: refused, with the form that works.
+    heavier = params.replace(body_mass=params.body_mass * 2)
+    with pytest.raises(ValueError, match=r"dict \{field name: value\}"):
+        pendulum_c.step(state, jnp.zeros(1), heavier)
 
 
 def test_gradients_through_step_are_a_clear_error(pendulum_c):

@@ -29,9 +29,9 @@ def test_outputs_are_the_jax_buffers_no_copy():
     assert reward.data_ptr() == _pointer(s.reward)
     assert terminated.data_ptr() == _pointer(s.terminated)
     assert truncated.data_ptr() == _pointer(s.truncated)
-    assert info["final_obs"].data_ptr() == _pointer(s.info["final_obs"])
+    assert info["final_obs"].data_ptr() == _pointer(s.autoreset.final_obs)
     episode_return = info["final_metrics"]["episode_return"]
-    assert episode_return.data_ptr() == _pointer(s.info["final_metrics"]["episode_return"])
+    assert episode_return.data_ptr() == _pointer(s.autoreset.final_episode.episode_return)
 
 
 def test_actions_reach_jax_without_a_copy():

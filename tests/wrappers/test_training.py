@@ -36,14 +36,16 @@ def test_episode_wrapper_truncates_and_counts():
         state = env.step(state, jnp.array([0.5]))
         rewards.append(float(state.reward))
     assert bool(state.truncated) and not bool(state.terminated)
-    assert int(state.info["steps"]) == 3 == int(state.metrics["episode_length"])
-    np.testing.assert_allclose(state.metrics["episode_return"], sum(rewards), rtol=1e-6)
+    assert int(state.episode.episode_length) == 3
+    np.testing.assert_allclose(state.episode.episode_return, sum(rewards), rtol=1e-6)
 
 
 def test_terminated_and_truncated_both_set_on_the_last_step():
     env = EpisodeWrapper(CartPole(), max_episode_steps=4)
     state = env.reset(jax.random.PRNGKey(0))
-    state = state.replace(env_state=jnp.array([2.39, 5.0, 0.0, 0.0]), info={**state.info, "steps": 3})
+    state = state.replace(
+        env_state=jnp.array([2.39, 5.0, 0.0, 0.0]), episode=state.episode.replace(episode_length=jnp.int32(3))
+    )
     state = env.step(state, 1)
     assert bool(state.terminated) and bool(state.truncated)
 
@@ -98,21 +100,18 @@ def test_autoreset_keeps_final_obs_and_leaves_other_envs_running():
         done = np.asarray(state.terminated | state.truncated)
         np.testing.assert_array_equal(state.terminated, shadow.terminated)
         np.testing.assert_array_equal(state.reward, shadow.reward)
-        np.testing.assert_array_equal(state.info["final_obs"], shadow.obs)  # the true last obs
+        np.testing.assert_array_equal(state.autoreset.final_obs, shadow.obs)  # the true last obs
         np.testing.assert_array_equal(state.obs[~done], shadow.obs[~done])  # others untouched
         if done.any():
             ended_any = True
             assert not np.allclose(state.obs[done], shadow.obs[done])  # reset obs replaced them
-            assert (np.asarray(state.metrics["episode_length"])[done] == 0).all()
+            assert (np.asarray(state.episode.episode_length)[done] == 0).all()
             np.testing.assert_array_equal(
-                state.info["final_metrics"]["episode_length"][done], shadow.metrics["episode_length"][done]
+                state.autoreset.final_episode.episode_length[done], shadow.episode.episode_length[done]
             )
             assert (np.abs(np.asarray(state.obs)[done]) <= 0.05).all()  # a fresh CartPole start
             # continue the shadow from the same reset states, to keep comparing
-            shadow = shadow.replace(
-                env_state=state.env_state, obs=state.obs, info={"steps": state.info["steps"]},
-                metrics=state.metrics,
-            )
+            shadow = shadow.replace(env_state=state.env_state, obs=state.obs, episode=state.episode)
     assert ended_any
 
 
@@ -147,21 +146,21 @@ def _scale_pole_brax(params, keys):
 def test_randomization_gives_each_env_its_params_and_redraws_at_reset():
     env = wrap_for_training(CartPole(), episode_length=3, randomization_fn=_scale_pole)
     state = jax.jit(env.reset)(_keys(8))
-    (masspole,) = state.info["randomized_params"]
+    masspole = state.randomized["masspole"]
     assert masspole.shape == (8,) and len(np.unique(masspole)) == 8
     assert ((masspole >= 0.05) & (masspole <= 0.2)).all()
     step = jax.jit(env.step)
     state = step(step(state, jnp.ones(8, jnp.int32)), jnp.ones(8, jnp.int32))
-    np.testing.assert_array_equal(state.info["randomized_params"][0], masspole)  # fixed within episodes
+    np.testing.assert_array_equal(state.randomized["masspole"], masspole)  # fixed within episodes
     state = step(state, jnp.ones(8, jnp.int32))  # episode_length 3: every env resets
-    assert not np.isin(state.info["randomized_params"][0], masspole).any()
+    assert not np.isin(state.randomized["masspole"], masspole).any()
 
 
 def test_randomized_params_reach_the_dynamics():
     env = DomainRandomization(CartPole(), _scale_pole)
     state = env.reset(jax.random.PRNGKey(0))
     state = state.replace(env_state=jnp.array([0.0, 0.0, 0.1, 0.0]))
-    (masspole,) = state.info["randomized_params"]
+    masspole = state.randomized["masspole"]
     out = env.step(state, 1)
     by_hand = CartPole().step(state, 1, CartPole().default_params.replace(masspole=masspole))
     np.testing.assert_array_equal(out.obs, by_hand.obs)
@@ -171,7 +170,8 @@ def test_randomized_params_reach_the_dynamics():
 def test_brax_form_is_accepted_and_agrees():
     ours = wrap_for_training(CartPole(), randomization_fn=_scale_pole).reset(_keys(5))
     brax = wrap_for_training(CartPole(), randomization_fn=_scale_pole_brax).reset(_keys(5))
-    np.testing.assert_allclose(ours.info["randomized_params"][0], brax.info["randomized_params"][0])
+    np.testing.assert_allclose(ours.randomized["masspole"], brax.randomized["masspole"])
+    assert wrap_for_training(CartPole(), randomization_fn=_scale_pole_brax).env.env.env.fields == ("masspole",)
 
 
 def test_randomization_must_keep_the_structure():
@@ -210,7 +210,7 @@ def test_eval_env_built_after_randomized_training_env(pendulum_mjx, randomizatio
     eval_state = jax.jit(evaluation.step)(eval_state, jnp.zeros((4, 1)))
     assert np.isfinite(np.asarray(eval_state.obs)).all()
     np.testing.assert_array_equal(env.default_params.body_mass, mass_before)
-    masses = state.info["randomized_params"][0]
+    masses = state.randomized["body_mass"]
     assert masses.shape == (4, *mass_before.shape) and not np.allclose(masses[0], masses[1])
 
 
@@ -249,7 +249,7 @@ def test_eval_env_combinations(given_eval_env, randomization):
     )
     state = evaluation.step(evaluation.reset(_keys(3)), jnp.zeros((3, 1)))
     assert (np.asarray(state.info["mark"]) == (2.0 if given_eval_env else 1.0)).all()
-    assert state.obs.shape == (3, 3) and int(state.info["steps"][0]) == 1
+    assert state.obs.shape == (3, 3) and int(state.episode.episode_length[0]) == 1
     gravity = np.asarray(state.info["g"])
     if randomization == "train and eval":
         assert (gravity >= 15.0).all() and len(np.unique(gravity)) == 3

@@ -70,7 +70,7 @@ class CartPole(Env[CartPoleParams]):
         )
 
     def step(self, state, action, params=None):
-        p = self.default_params if params is None else params
+        p = self.resolve_params(params)
         x, x_dot, theta, theta_dot = state.env_state
         force = jnp.where(action == 1, p.force_mag, -p.force_mag)
         cos, sin = jnp.cos(theta), jnp.sin(theta)

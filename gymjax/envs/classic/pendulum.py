@@ -72,7 +72,7 @@ class Pendulum(Env[PendulumParams]):
         return jnp.stack([jnp.cos(theta), jnp.sin(theta), theta_dot]).astype(jnp.float32)
 
     def step(self, state, action, params=None):
-        p = self.default_params if params is None else params
+        p = self.resolve_params(params)
         theta, theta_dot = state.env_state
         u = jnp.clip(jnp.reshape(action, (-1,))[0], -p.max_torque, p.max_torque)
         cost = angle_normalize(theta) ** 2 + 0.1 * theta_dot**2 + 0.001 * u**2

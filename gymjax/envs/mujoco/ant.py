@@ -100,8 +100,7 @@ class Ant(MjxEnv):
         return self.reset_to(qpos, qvel, params)
 
     def reset_to(self, qpos, qvel, params=None):
-        model = self.default_params if params is None else params
-        data = self.physics_init(model, qpos, qvel)
+        data = self.physics_init(params, qpos, qvel)
         zero = jnp.float32(0.0)
         info = {
             **self._position_info(data),
@@ -122,9 +121,8 @@ class Ant(MjxEnv):
         )
 
     def step(self, state, action, params=None):
-        model = self.default_params if params is None else params
         before = state.env_state.xpos[self.main_body, :2]
-        data = self.physics_step(model, state.env_state, action)
+        data = self.physics_step(params, state.env_state, action)
         x_velocity, y_velocity = (data.xpos[self.main_body, :2] - before) / self.dt
 
         healthy = self._is_healthy(data)

@@ -2,7 +2,9 @@
 
 The physics parameters of these envs are an ``mjx.Model`` whatever the backend:
 ``randomization_fn`` receives it and returns a modified copy
-(``model.replace(body_mass=...)``).
+(``model.replace(body_mass=...)``); ``reset`` and ``step`` also take the changed
+fields by name, ``{"body_mass": masses}``, which is how the ``"mujoco"`` backend
+learns which ``MjModel`` fields to write.
 
 Backends (the ``backend`` option):
 
@@ -31,7 +33,7 @@ from mujoco import mjx
 
 from gymjax.core import Env, State
 from gymjax.envs import options
-from gymjax.envs.mujoco.host import HostBackend, HostData, model_field_names
+from gymjax.envs.mujoco.host import HostBackend, HostData
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +120,9 @@ class MjxEnv(Env[mjx.Model]):
         backend: ``"mjx"``, ``"mujoco"`` or ``"auto"`` (see the module docstring).
     """
 
+    # MuJoCo C must be told which MjModel fields a randomized env changes.
+    params_by_name = True
+
     def __init__(
         self,
         xml_file: str,
@@ -142,8 +147,6 @@ class MjxEnv(Env[mjx.Model]):
         self.frame_skip = frame_skip
         self.camera = dict(camera or {})
         self._model = mjx.put_model(self.mj_model)
-        self._default_leaves = jax.tree.leaves(self._model)
-        self._field_names = model_field_names(self._model)
         self._host = HostBackend(self.mj_model, frame_skip) if self.backend == "mujoco" else None
         # A zeroed Data, like MuJoCo's mj_resetData; reset writes qpos/qvel into it.
         self._blank_data = mjx.make_data(self.mj_model) if self.backend == "mjx" else None
@@ -163,22 +166,24 @@ class MjxEnv(Env[mjx.Model]):
     def dt(self) -> float:
         return float(self.mj_model.opt.timestep) * self.frame_skip
 
-    def physics_init(self, model: mjx.Model, qpos: jax.Array, qvel: jax.Array) -> mjx.Data | HostData:
-        """Gymnasium's ``set_state``: write qpos/qvel into a reset Data, then forward."""
-        if self._host is not None:
-            return self._host.init(qpos, qvel, self._randomized_fields(model))
-        data = self._blank_data.replace(qpos=jnp.asarray(qpos), qvel=jnp.asarray(qvel))
-        return mjx.forward(model, data)
+    def physics_init(self, params, qpos: jax.Array, qvel: jax.Array) -> mjx.Data | HostData:
+        """Gymnasium's ``set_state``: write qpos/qvel into a reset Data, then forward.
 
-    def physics_step(
-        self, model: mjx.Model, data: mjx.Data | HostData, ctrl: jax.Array
-    ) -> mjx.Data | HostData:
+        ``params``: None, an ``mjx.Model``, or ``{field: value}`` (see :meth:`Env.resolve_params`).
+        """
+        if self._host is not None:
+            return self._host.init(qpos, qvel, self._host_fields(params))
+        data = self._blank_data.replace(qpos=jnp.asarray(qpos), qvel=jnp.asarray(qvel))
+        return mjx.forward(self.resolve_params(params), data)
+
+    def physics_step(self, params, data: mjx.Data | HostData, ctrl: jax.Array) -> mjx.Data | HostData:
         """Gymnasium's ``do_simulation``: ``frame_skip`` steps, then ``rnePostConstraint``.
 
         The last call fills ``cfrc_ext``, which ``mj_step`` leaves stale.
         """
         if self._host is not None:
-            return self._host.step(data, ctrl, self._randomized_fields(model))
+            return self._host.step(data, ctrl, self._host_fields(params))
+        model = self.resolve_params(params)
         data = data.replace(ctrl=jnp.asarray(ctrl, data.ctrl.dtype))
 
         def substep(data, _):
@@ -187,21 +192,23 @@ class MjxEnv(Env[mjx.Model]):
         data, _ = jax.lax.scan(substep, data, None, length=self.frame_skip)
         return mjx.rne_postconstraint(model, data)
 
-    def _randomized_fields(self, model: mjx.Model) -> dict[str, jax.Array]:
-        """The leaves of ``model`` that are not the defaults', by field name.
+    def _host_fields(self, params) -> dict[str, jax.Array]:
+        """The fields MuJoCo C must take per env: named, never guessed from a whole model.
 
-        Wrappers build randomized params from the default leaves (the same
-        objects), so identity tells which fields the MuJoCo C models must take.
+        A whole ``mjx.Model`` says nothing about which of its hundreds of leaves
+        changed, and writing them all into ``MjModel`` copies every step would
+        cost more than the physics.
         """
-        if model is self._model:
+        if params is None or params is self._model:
             return {}
-        fields = {
-            name: leaf
-            for name, leaf, default in zip(self._field_names, jax.tree.leaves(model), self._default_leaves)
-            if leaf is not default
-        }
-        self._host.check_fields(fields)
-        return fields
+        if not isinstance(params, dict):
+            raise ValueError(
+                'backend="mujoco" takes changed physics as a dict {field name: value}, e.g. '
+                '{"body_mass": masses} (what DomainRandomization passes), not a whole '
+                f"{type(params).__name__}; field names are those of gymjax.core.field_names(env.default_params)"
+            )
+        self._host.check_fields(params)
+        return params
 
     def reset_to(self, qpos: jax.Array, qvel: jax.Array, params: mjx.Model | None = None) -> State:
         """A fresh state at ``(qpos, qvel)``, like Gymnasium's ``set_state``."""
@@ -210,12 +217,13 @@ class MjxEnv(Env[mjx.Model]):
     # Rendering runs MuJoCo's C renderer on the host, one state at a time.
 
     def render(self, state: State, *, width: int = 480, height: int = 480, camera: Any = None):
-        data = self._host_data(state)
+        data = self.mj_data(state)
         renderer = self._renderer(width, height)
         renderer.update_scene(data, camera=self._camera(camera))
         return renderer.render()
 
-    def _host_data(self, state: State) -> mujoco.MjData:
+    def mj_data(self, state: State) -> mujoco.MjData:
+        """A ``mujoco.MjData`` at one (unbatched) state, forwarded; reused by the next call."""
         if self._render_data is None:
             self._render_data = mujoco.MjData(self.mj_model)
         data = self._render_data

@@ -67,12 +67,6 @@ NOT_DIFFERENTIABLE = (
 )
 
 
-def model_field_names(params: Any) -> list[str]:
-    """Dotted names of an ``mjx.Model``'s leaves (``"body_mass"``, ``"opt.gravity"``)."""
-    paths, _ = jax.tree_util.tree_flatten_with_path(params)
-    return [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in paths]
-
-
 def _field_owner(model: mujoco.MjModel, name: str) -> tuple[Any, str]:
     """``(object, attribute)`` holding field ``name`` of an MjModel (``opt.*`` in ``model.opt``)."""
     owner, _, field = name.rpartition(".")

@@ -46,8 +46,7 @@ class InvertedPendulum(MjxEnv):
         return self.reset_to(qpos, qvel, params)
 
     def reset_to(self, qpos, qvel, params=None):
-        model = self.default_params if params is None else params
-        data = self.physics_init(model, qpos, qvel)
+        data = self.physics_init(params, qpos, qvel)
         return State(
             env_state=data,
             obs=self._obs(data),
@@ -58,8 +57,7 @@ class InvertedPendulum(MjxEnv):
         )
 
     def step(self, state, action, params=None):
-        model = self.default_params if params is None else params
-        data = self.physics_step(model, state.env_state, action)
+        data = self.physics_step(params, state.env_state, action)
         obs = self._obs(data)
         terminated = jnp.logical_not(jnp.isfinite(obs).all()) | (jnp.abs(obs[1]) > 0.2)
         reward = jnp.where(terminated, 0.0, 1.0).astype(jnp.float32)

@@ -36,7 +36,7 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, check_agents
 from gymjax.envs.mujoco.ant import Ant
 from gymjax.envs.mujoco.base import cfrc_ext
 
@@ -134,18 +134,6 @@ def _rings(own: tuple[str, ...], edges: list[frozenset[str]], k: int) -> list[li
     return rings
 
 
-def check_agents(actions: Any, agents: tuple[str, ...] | list[str]) -> None:
-    """Raises unless ``actions`` is a dict with exactly one entry per agent."""
-    if not isinstance(actions, dict):
-        raise TypeError(f"actions must be a dict agent -> action, got {type(actions).__name__}")
-    missing = [a for a in agents if a not in actions]
-    unknown = sorted(set(actions) - set(agents), key=str)
-    if missing or unknown:
-        raise ValueError(
-            f"actions must have exactly the agents {list(agents)}; missing {missing}, unknown {unknown}"
-        )
-
-
 class MultiAnt(Env[mjx.Model]):
     """Ant-v5 on MJX, its 8 actuators split among agents (MaMuJoCo's ``"Ant"``).
 
@@ -164,6 +152,7 @@ class MultiAnt(Env[mjx.Model]):
 
     max_episode_steps = Ant.max_episode_steps
     reset_info_keys = Ant.reset_info_keys
+    params_by_name = Ant.params_by_name  # params go to the Ant as they come
 
     def __init__(self, agent_conf: str = "2x4", agent_obsk: int = 1, **ant_kwargs: Any):
         if agent_conf not in AGENT_CONFS:

@@ -44,7 +44,7 @@ def rollout(env: Env, state: State, policy: Policy, key: jax.Array, length: int)
         action, extras = policy(state.obs, key)
         nxt = env.step(state, action)
         done = nxt.terminated | nxt.truncated
-        final = nxt.info["final_metrics"]
+        final = nxt.autoreset.final_episode
         transition = Transition(
             obs=state.obs,
             raw_action=extras["raw_action"],
@@ -52,9 +52,9 @@ def rollout(env: Env, state: State, policy: Policy, key: jax.Array, length: int)
             reward=nxt.reward,
             terminated=nxt.terminated,
             truncated=nxt.truncated,
-            final_obs=nxt.info["final_obs"],
-            episode_return=jnp.where(done, final["episode_return"], 0.0),
-            episode_length=jnp.where(done, final["episode_length"], 0),
+            final_obs=nxt.autoreset.final_obs,
+            episode_return=jnp.where(done, final.episode_return, 0.0),
+            episode_length=jnp.where(done, final.episode_length, 0),
         )
         return nxt, transition
 

@@ -1,0 +1,371 @@
+"""The host runtime under every adapter: one batch of jitted envs, driven from Python.
+
+A :class:`Session` owns what the Gymnasium, torch, SB3 and PettingZoo adapters
+share, so each rule is written once:
+
+- the JAX stack (domain randomization, action repeat, time limit, vmap,
+  auto-reset) and its two jitted functions;
+- the one seeding policy: env ``i`` of a batch reset with ``seed=s`` gets
+  ``PRNGKey(s + i)`` (or ``PRNGKey(seeds[i])``), and then draws the episodes a
+  single env reset with that seed draws; an env reset without a seed continues
+  its own key stream, or starts a random one;
+- one transfer to the host per step (:meth:`fetch`), with the info keys split
+  into those a reset reports and the step-only ones;
+- episode statistics (kept in JAX by the time limit, ``state.episode``),
+  rendering, ``set_state`` and closing.
+
+Adapters only present its results in their framework's types. A session is
+either batched (``num_envs=N``: ``[N, ...]`` arrays, auto-reset) or a single env
+(``num_envs=None``: unbatched, no auto-reset, as Gymnasium's ``Env``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gymjax import envs
+from gymjax.core import Env, EpisodeStatistics, State
+from gymjax.wrappers.training import (
+    AutoResetMode,
+    RandomizationFn,
+    next_reset_key,
+    single_env_stack,
+    wrap_for_training,
+)
+
+# Seeds become ``jax.random.PRNGKey(seed)``; 32 bits keep a scalar seed and a
+# vector of seeds on the same keys whatever ``jax_enable_x64`` says.
+MAX_SEED = 2**32 - 1
+
+# Unseeded resets draw their seeds here: one generator for every adapter.
+_fresh = np.random.default_rng()
+
+
+def check_seed(seed: Any) -> int:
+    is_int = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
+    if not is_int or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be an int in [0, 2**32 - 1], got {seed!r}")
+    return int(seed)
+
+
+def check_num_envs(num_envs: Any) -> int:
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    return int(num_envs)
+
+
+def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None = None) -> np.ndarray:
+    """Validates an action (or a batch of ``batch`` actions) against ``space``.
+
+    Returns it as a NumPy array of the space's dtype; raises ``ValueError`` naming
+    the expected shape and space otherwise. Out-of-range Box values are allowed
+    (the simulator clips controls, as in Gymnasium); NaN and inf are not.
+    """
+    what = f"{space}" if batch is None else f"a batch of {batch} actions from {space}"
+    try:
+        array = np.asarray(action)
+    except Exception as err:
+        raise ValueError(f"expected {what}, got {type(action).__name__}: {err}") from err
+    expected = space.shape if batch is None else (batch, *space.shape)
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"expected {what}, got an action of dtype {array.dtype}")
+    if array.shape != expected:
+        raise ValueError(f"expected {what} of shape {expected}, got shape {array.shape}")
+    if isinstance(space, gymnasium.spaces.Discrete):
+        if array.dtype.kind not in "iu" and not np.all(np.mod(array, 1) == 0):
+            raise ValueError(f"expected {what}: integers, got {array!r}")
+        if np.any(array < space.start) or np.any(array >= space.start + space.n):
+            raise ValueError(
+                f"expected {what}: integers in [{space.start}, {space.start + space.n}), got {array!r}"
+            )
+        return array.astype(space.dtype)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"expected {what}: finite values, got NaN or inf in {array!r}")
+    return array.astype(space.dtype)
+
+
+def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
+    """One seed (or None: continue the stream) per env: ``seed + i``, or ``seed[i]``."""
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        if len(seed) != num_envs:
+            raise ValueError(f"expected {num_envs} seeds, one per env, got {len(seed)}")
+        return [None if s is None else check_seed(s) for s in seed]
+    seed = check_seed(seed)
+    if seed + num_envs - 1 > MAX_SEED:
+        raise ValueError(f"seed + num_envs - 1 must be at most 2**32 - 1, got seed {seed}")
+    return [seed + i for i in range(num_envs)]
+
+
+def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
+    """The functional env: ``env`` itself, or the registered id built with its options."""
+    if isinstance(env, str):
+        return (make or envs.make)(env, **env_kwargs)
+    if env_kwargs:
+        raise TypeError(f"keyword arguments {sorted(env_kwargs)} apply only when env is an id")
+    return env
+
+
+class HostStep(NamedTuple):
+    """What one step (or reset) hands to the host, as NumPy arrays.
+
+    ``restarted`` marks the envs whose ``obs`` and ``info`` are a reset's (the
+    ended ones in same-step mode, those that ended the step before in next-step
+    mode). ``final_obs`` / ``final_info``: the observation and info each env's step
+    reached before any same-step reset (None in next-step mode and for a single
+    env). ``episode``: each env's episode statistics as of this step's end (the
+    ended episode's where one ended); None without a time limit.
+    """
+
+    obs: Any
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    info: dict[str, np.ndarray]
+    restarted: np.ndarray
+    final_obs: Any = None
+    final_info: dict[str, np.ndarray] | None = None
+    episode: EpisodeStatistics | None = None
+
+    @property
+    def done(self) -> np.ndarray:
+        return self.terminated | self.truncated
+
+
+# -- Forks: JAX's runtime threads do not survive a fork; a child that touches JAX hangs for good.
+
+_forked_after_jax = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_jax
+    from jax._src import xla_bridge
+
+    _forked_after_jax = _forked_after_jax or xla_bridge.backends_are_initialized()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def refuse_forked_child() -> None:
+    """Raises in a process forked after JAX started: there, the first JAX call would hang."""
+    if _forked_after_jax:
+        raise RuntimeError(
+            "gymjax envs cannot start in a process forked after JAX started (JAX's threads do not "
+            "survive a fork, and the first JAX call would hang). Start worker processes with "
+            "'spawn' or 'forkserver': gymnasium.make_vec(id, n, vectorization_mode='async', "
+            "vector_kwargs={'context': 'spawn'}), SB3's SubprocVecEnv(..., start_method='spawn'), "
+            "or multiprocessing.set_start_method('spawn'). A gymjax vector env needs no "
+            "subprocesses: vectorization_mode='vector_entry_point' runs the batch in one jitted call."
+        )
+
+
+class Session:
+    """``num_envs`` jitted envs (or one, unbatched) and their host-side state.
+
+    Args:
+        env: a gymjax env, or a registered id.
+        num_envs: batch size, or None for one unbatched env without auto-reset.
+        max_episode_steps: time limit in agent steps; default: the registered one
+            for a batch, none for a single env unless ``time_limit``.
+        time_limit: a single env gets the registered time limit (in JAX).
+        action_repeat: each agent step is ``action_repeat`` env steps.
+        randomization_fn: domain randomization, drawn per env at each reset.
+        autoreset_mode: a batch's :class:`~gymjax.wrappers.training.AutoResetMode`.
+        render_mode: None or one of the env's ``metadata["render_modes"]``.
+        width, height: size of rendered frames.
+        env_kwargs: the env's options, when ``env`` is an id.
+        make: the builder for ids (``envs.make``, or ``envs.make_multi``).
+    """
+
+    def __init__(
+        self,
+        env: Env | str,
+        num_envs: int | None = None,
+        *,
+        max_episode_steps: int | None = None,
+        time_limit: bool = False,
+        action_repeat: int = 1,
+        randomization_fn: RandomizationFn | None = None,
+        autoreset_mode: AutoResetMode | str = AutoResetMode.SAME_STEP,
+        render_mode: str | None = None,
+        width: int = 480,
+        height: int = 480,
+        env_kwargs: dict[str, Any] | None = None,
+        make=None,
+    ):
+        refuse_forked_child()
+        self.batched = num_envs is not None
+        self.num_envs = check_num_envs(num_envs) if self.batched else 1
+        self.base = build(env, dict(env_kwargs or {}), make)
+        modes = self.base.metadata.get("render_modes", [])
+        if render_mode is not None and render_mode not in modes:
+            raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.size = (width, height)
+        self.autoreset_mode = AutoResetMode.of(autoreset_mode)
+        self._options = dict(
+            max_episode_steps=max_episode_steps,
+            time_limit=time_limit,
+            action_repeat=action_repeat,
+            randomization_fn=randomization_fn,
+        )
+        self.jax_env = self._stack(**self._options)
+        self.max_episode_steps = getattr(self.jax_env, "max_episode_steps", None) if self._limited else None
+        info = jax.eval_shape(self.base.reset, jax.random.PRNGKey(0)).info
+        self.info_keys = tuple(info)
+        reset_keys = self.base.reset_info_keys or self.info_keys
+        self.reset_info_keys = tuple(k for k in self.info_keys if k in reset_keys)
+        self.step_only_keys = tuple(k for k in self.info_keys if k not in reset_keys)
+        self._compile()
+        self.state: State | None = None
+        self._key: jax.Array | None = None  # a single env's key stream (a batch keeps its own in JAX)
+        self._restarting = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
+
+    def _stack(self, max_episode_steps, time_limit, action_repeat, randomization_fn) -> Env:
+        if self.batched:
+            self._limited = True
+            return wrap_for_training(
+                self.base,
+                episode_length=max_episode_steps,
+                action_repeat=action_repeat,
+                randomization_fn=randomization_fn,
+                autoreset_mode=self.autoreset_mode,
+            )
+        limit = max_episode_steps or (self.base.max_episode_steps if time_limit else None)
+        self._limited = limit is not None
+        return single_env_stack(self.base, limit, action_repeat, randomization_fn)
+
+    def _compile(self) -> None:
+        self._reset = jax.jit(self.jax_env.reset)
+        self._step = jax.jit(self.jax_env.step)
+        self._set_state = None
+
+    # -- Reset and step
+
+    def reset(self, seed: int | list[int | None] | None = None) -> None:
+        """Starts every env's next episode; nothing leaves the device (see :meth:`fetch_reset`)."""
+        seeds = seed_list(seed, self.num_envs)
+        stream = self._stream()
+        given = np.array([s is not None for s in seeds])
+        fresh = _fresh.integers(MAX_SEED + 1, size=self.num_envs, dtype=np.uint32)
+        ints = np.array([s if s is not None else f for s, f in zip(seeds, fresh)], np.uint32)
+        keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(ints))
+        if stream is not None and not given.all():
+            keys = jnp.where(given[:, None], keys, stream)
+        if self.batched:
+            self.state = self._reset(keys)
+        else:
+            self._key, key = next_reset_key(keys[0])
+            self.state = self._reset(key)
+        self._restarting[:] = False
+
+    def _stream(self) -> jax.Array | None:
+        """Each env's key for its next reset, ``[N, 2]``; None before the first reset."""
+        if self.state is None:
+            return None
+        return self.state.autoreset.key if self.batched else self._key[None]
+
+    def step(self, actions: Any) -> None:
+        """Dispatches one step of every env; JAX computes while the caller goes on."""
+        if self.state is None:
+            raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
+        self.state = self._step(self.state, actions)
+
+    def fetch(self) -> HostStep:
+        """The last step's results on the host, in one transfer."""
+        s = self.state
+        restarted = self._restarting.copy()
+        same_step = self.batched and self.autoreset_mode is AutoResetMode.SAME_STEP
+        if self.batched:
+            a = s.autoreset
+            finals = (a.final_obs, a.final_info) if same_step else (None, None)
+            episode = a.final_episode
+        else:
+            finals, episode = (None, None), s.episode
+        obs, reward, terminated, truncated, info, (final_obs, final_info), episode = jax.device_get(
+            (s.obs, s.reward, s.terminated, s.truncated, s.info, finals, episode)
+        )
+        done = terminated | truncated
+        if same_step:
+            restarted = np.asarray(done)
+        elif self.batched:
+            self._restarting = np.asarray(done)
+        return HostStep(obs, reward, terminated, truncated, info, restarted, final_obs, final_info, episode)
+
+    def fetch_reset(self) -> tuple[Any, dict[str, np.ndarray]]:
+        """``(obs, reset info)`` after :meth:`reset`: the info keys a reset reports."""
+        obs, info = jax.device_get((self.state.obs, {k: self.state.info[k] for k in self.reset_info_keys}))
+        return obs, info
+
+    def set_state(self, qpos: Any, qvel: Any) -> None:
+        """A single env's simulator put at ``(qpos, qvel)``, as Gymnasium's MuJoCo envs do."""
+        base = self.base
+        if self.batched or not hasattr(base, "reset_to"):
+            raise TypeError(f"{base!r} has no simulator state to set" if not self.batched
+                            else "set_state works on a single env")
+        nq, nv = np.shape(base.init_qpos)[0], np.shape(base.init_qvel)[0]
+        qpos, qvel = np.asarray(qpos, np.float32), np.asarray(qvel, np.float32)
+        if qpos.shape != (nq,) or qvel.shape != (nv,):
+            raise ValueError(
+                f"expected qpos of shape ({nq},) and qvel of shape ({nv},), got {qpos.shape} and {qvel.shape}"
+            )
+        if self._set_state is None:
+            self._set_state = jax.jit(self._reset_to)
+        previous = self.state
+        randomized = None if previous is None else previous.randomized
+        episode = None if previous is None else previous.episode
+        state = self._set_state(qpos, qvel, randomized)
+        if self._limited:
+            # The time limit runs on: an episode's steps do not restart with the simulator.
+            episode = episode if episode is not None else EpisodeStatistics(jnp.float32(0.0), jnp.int32(0))
+        self.state = state.replace(randomized=randomized, episode=episode)
+
+    def _reset_to(self, qpos, qvel, randomized):
+        return self.base.reset_to(qpos, qvel, randomized)
+
+    # -- Rendering and closing
+
+    def render(self):
+        """One frame (single env), a tuple of one frame per env (batch), or None without a mode."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called with render_mode=None; make the env with render_mode='rgb_array'")
+            return None
+        if self.state is None:
+            raise gymnasium.error.ResetNeeded("call reset() before render()")
+        width, height = self.size
+        host = jax.device_get(self.state)
+        if not self.batched:
+            return self.base.render(host, width=width, height=height)
+        return tuple(
+            self.base.render(jax.tree.map(lambda x: x[i], host), width=width, height=height)
+            for i in range(self.num_envs)
+        )
+
+    def close(self) -> None:
+        close = getattr(self.base, "close", None)
+        if close is not None:
+            close()
+
+    # -- Pickling: the env and its state travel, the compiled functions are rebuilt.
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for name in ("_reset", "_step", "_set_state"):
+            state.pop(name)
+        state["state"] = jax.device_get(self.state)
+        state["_key"] = None if self._key is None else np.asarray(self._key)
+        return state
+
+    def __setstate__(self, state):
+        refuse_forked_child()
+        self.__dict__.update(state)
+        self._compile()
