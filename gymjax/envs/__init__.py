@@ -80,7 +80,8 @@ def _engine(kwargs: dict[str, Any]) -> dict[str, Any]:
     if "engine" in kwargs:
         if "backend" in kwargs:
             raise ValueError("pass engine= or its alias backend=, not both")
-        kwargs = {**kwargs, "backend": kwargs.pop("engine")}
+        kwargs = dict(kwargs)
+        kwargs["backend"] = kwargs.pop("engine")
     return kwargs
 
 

@@ -1,0 +1,216 @@
+"""The host runtime under every adapter: both autoreset modes against SyncVectorEnv and
+Gymnasium's vector wrappers, every adapter agreeing step for step, and what a new user
+of Gymnasium tries first (pickling, forks, MuJoCo attributes, reset options)."""
+
+import copy
+import multiprocessing
+import pickle
+
+import gymnasium
+import jax
+import numpy as np
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode
+from gymnasium.wrappers import vector as vw
+
+import gymjax
+from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
+from gymjax.wrappers.sb3 import SB3VecEnv
+from gymjax.wrappers.torch import TorchEnv, TorchVectorEnv
+
+LIMIT = 16  # CartPole under random actions falls after ~10-30 steps, or reaches this limit: both kinds
+
+
+def _reference(env_fn, n, mode, limit=LIMIT):
+    """Gymnasium's own SyncVectorEnv over single gymjax envs behind TimeLimit."""
+    fns = [lambda: gymnasium.wrappers.TimeLimit(env_fn(), limit) for _ in range(n)]
+    return gymnasium.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+
+
+def _assert_same(ours, reference, path="", tol=1e-5):
+    """Equal structure, masks and flags; numbers to ``tol``; RecordEpisodeStatistics' clock apart."""
+    if isinstance(reference, dict):
+        assert ours.keys() == reference.keys(), path
+        for key in reference:
+            if key == "t" and path.endswith("episode"):
+                continue
+            _assert_same(ours[key], reference[key], f"{path}.{key}", tol)
+    elif isinstance(reference, (list, tuple)):
+        assert len(ours) == len(reference), path
+        for i, (a, b) in enumerate(zip(ours, reference)):
+            _assert_same(a, b, f"{path}[{i}]", tol)
+    elif isinstance(reference, np.ndarray) and reference.dtype == object:
+        for a, b in zip(ours, reference):
+            assert (a is None) == (b is None), path
+            if b is not None:
+                np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=path)
+    elif np.asarray(reference).dtype == bool:
+        np.testing.assert_array_equal(ours, reference, err_msg=path)
+    else:
+        np.testing.assert_allclose(ours, reference, rtol=tol, atol=tol, err_msg=path)
+
+
+def _lockstep(ours, reference, steps=80, seed=5):
+    _assert_same(ours.reset(seed=seed), reference.reset(seed=seed))
+    reference.action_space.seed(seed)
+    ends = np.zeros(2, int)
+    for t in range(steps):
+        action = reference.action_space.sample()
+        out, ref = ours.step(action), reference.step(action)
+        _assert_same(out, ref, f"step {t}")
+        ends += [np.sum(ref[2]), np.sum(ref[3])]
+    assert ends.min() >= 2, ends  # both terminations and time limits were compared
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_vector_env_equals_sync_vector_env_in_both_modes(cartpole_with_info, mode):
+    """CartPoleWithInfo has a step-only info key: masked for envs that reset, in either mode."""
+    ours = GymnasiumVectorEnv(cartpole_with_info, 3, max_episode_steps=LIMIT, autoreset_mode=mode)
+    assert ours.autoreset_mode == ours.metadata["autoreset_mode"] == mode
+    _lockstep(ours, _reference(lambda: GymnasiumEnv(cartpole_with_info), 3, mode))
+
+
+# Gymnasium's vector wrappers, each over ours and over SyncVectorEnv. The observation
+# wrappers refuse SAME_STEP (they would normalize a reset obs as the episode's last).
+WRAPPERS = {
+    "RecordEpisodeStatistics": (vw.RecordEpisodeStatistics, (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)),
+    "NormalizeObservation": (vw.NormalizeObservation, (AutoresetMode.NEXT_STEP,)),
+    "NormalizeReward": (vw.NormalizeReward, (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)),
+    "ClipAction": (vw.ClipAction, (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)),
+    "RescaleAction": (lambda env: vw.RescaleAction(env, -0.5, 0.5), (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)),
+    "DictInfoToList": (vw.DictInfoToList, (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)),
+}
+CASES = [(name, mode) for name, (_, modes) in WRAPPERS.items() for mode in modes]
+
+
+@pytest.mark.parametrize("name, mode", CASES, ids=[f"{n}-{m.name}" for n, m in CASES])
+def test_gymnasium_vector_wrappers_see_what_they_see_on_sync_vector_env(name, mode):
+    wrap, _ = WRAPPERS[name]
+    # InvertedPendulum: Box actions (for the action wrappers); random actions drop the pole
+    # in ~4-12 steps, so a limit of 7 ends episodes both ways.
+    ours = wrap(gymnasium.make_vec("JaxInvertedPendulum-v0", 2, max_episode_steps=7, autoreset_mode=mode))
+    reference = wrap(_reference(lambda: GymnasiumEnv("JaxInvertedPendulum-v0"), 2, mode, limit=7))
+    _lockstep(ours, reference, steps=40, seed=2)
+
+
+def test_observation_wrappers_refuse_same_step_and_accept_next_step():
+    with pytest.raises(ValueError, match="NEXT_STEP or DISABLED"):
+        vw.NormalizeObservation(gymnasium.make_vec("JaxCartPole-v0", 2))
+    vw.NormalizeObservation(gymnasium.make_vec("JaxCartPole-v0", 2, autoreset_mode="next_step"))
+
+
+def test_bad_autoreset_mode_is_a_clear_error():
+    with pytest.raises(ValueError, match="autoreset_mode must be one of"):
+        gymnasium.make_vec("JaxCartPole-v0", 2, autoreset_mode="sometimes")
+
+
+def test_every_adapter_agrees_step_for_step(cartpole_with_info):
+    """Same env, seed and actions through every adapter, across falls and time limits."""
+    n, seed, steps = 3, 7, 45
+    vec = GymnasiumVectorEnv(cartpole_with_info, n, max_episode_steps=LIMIT)
+    tvec = TorchVectorEnv(cartpole_with_info, n, max_episode_steps=LIMIT)
+    sb3 = SB3VecEnv(cartpole_with_info, n, max_episode_steps=LIMIT)
+    singles = [gymnasium.wrappers.TimeLimit(GymnasiumEnv(cartpole_with_info), LIMIT) for _ in range(n)]
+    torch_single = TorchEnv(cartpole_with_info, max_episode_steps=LIMIT)
+
+    obs, _ = vec.reset(seed=seed)
+    tobs, _ = tvec.reset(seed=seed)
+    sb3.seed(seed)
+    sobs = sb3.reset()
+    single_obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(singles)]
+    t0, _ = torch_single.reset(seed=seed)
+    for other in (tobs.numpy(), sobs, np.stack(single_obs)):
+        np.testing.assert_array_equal(other, obs)
+    np.testing.assert_array_equal(t0.numpy(), obs[0])
+
+    rng, returns, ends = np.random.default_rng(seed), np.zeros(n), 0
+    for _ in range(steps):
+        actions = rng.integers(0, 2, n)
+        obs, reward, terminated, truncated, info = vec.step(actions)
+        tobs, treward, tterm, ttrunc, tinfo = tvec.step(torch.as_tensor(actions))
+        sobs, sreward, sdone, sinfos = sb3.step(actions)
+        done = terminated | truncated
+        returns += reward
+        np.testing.assert_array_equal(tobs.numpy(), obs)
+        np.testing.assert_array_equal(sobs, obs)
+        for ours in (treward.numpy(), sreward):
+            np.testing.assert_array_equal(ours, reward)
+        np.testing.assert_array_equal(tterm.numpy(), terminated)
+        np.testing.assert_array_equal(ttrunc.numpy(), truncated)
+        np.testing.assert_array_equal(sdone, done)
+        for i, env in enumerate(singles):
+            o, r, term, trunc, single_info = env.step(actions[i])
+            assert (r, term, trunc) == (reward[i], terminated[i], truncated[i])
+            last = info["final_obs"][i] if done[i] else obs[i]
+            np.testing.assert_array_equal(o, last)
+            assert single_info["pushed"] == (info["final_info"]["pushed"][i] if done[i] else info["pushed"][i])
+            if done[i]:
+                np.testing.assert_array_equal(sinfos[i]["terminal_observation"], last)
+                np.testing.assert_array_equal(tinfo["final_obs"][i].numpy(), last)
+                assert sinfos[i]["episode"]["r"] == pytest.approx(returns[i], abs=1e-5)
+                assert sinfos[i]["episode"]["l"] == int(tinfo["final_metrics"]["episode_length"][i])
+                assert tinfo["final_metrics"]["episode_return"][i].item() == pytest.approx(returns[i], abs=1e-5)
+                assert sinfos[i]["TimeLimit.truncated"] == bool(truncated[i] and not terminated[i])
+                reset_obs, _ = env.reset()  # a single env continues its key stream, as the batch does
+                np.testing.assert_array_equal(reset_obs, obs[i])
+                returns[i], ends = 0.0, ends + 1
+        o0, r0, term0, trunc0, _ = torch_single.step(torch.as_tensor(actions[0]))
+        np.testing.assert_array_equal(o0.numpy(), info["final_obs"][0] if done[0] else obs[0])
+        if done[0]:
+            np.testing.assert_array_equal(torch_single.reset()[0].numpy(), obs[0])
+    assert ends >= 6
+
+
+def test_pickle_and_deepcopy_keep_the_env_and_its_state():
+    env = gymnasium.make("JaxCartPole-v0")
+    env.reset(seed=3)
+    env.step(1)
+    clones = (pickle.loads(pickle.dumps(env)), copy.deepcopy(env))
+    expected, *_ = env.unwrapped.step(0)
+    for clone in clones:
+        np.testing.assert_array_equal(clone.unwrapped.step(0)[0], expected)
+    vec = gymnasium.make_vec("JaxCartPole-v0", 2)
+    vec.reset(seed=0)
+    clone = pickle.loads(pickle.dumps(vec))
+    np.testing.assert_array_equal(clone.step(np.ones(2, int))[0], vec.step(np.ones(2, int))[0])
+
+
+def _build_in_child(queue):
+    try:
+        gymnasium.make("JaxCartPole-v0")
+        queue.put("built")
+    except RuntimeError as e:
+        queue.put(str(e))
+
+
+def test_a_fork_after_jax_started_is_refused_not_hung():
+    jax.numpy.zeros(1).block_until_ready()  # JAX is running in this process
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_build_in_child, args=(queue,))
+    child.start()
+    message = queue.get(timeout=60)
+    child.join(timeout=30)
+    assert "forked after JAX started" in message and "spawn" in message
+
+
+def test_mujoco_attributes_users_read(ant_env):
+    env = ant_env.unwrapped
+    ant_env.reset(seed=0)
+    assert env.model.nq == 15 and env.frame_skip == 5 and env.dt == pytest.approx(0.05)
+    np.testing.assert_allclose(env.state_vector(), np.concatenate([env.data.qpos, env.data.qvel]))
+    qpos = np.asarray(env.init_qpos).copy()
+    qpos[7:] += 0.1  # the joints (qpos[3:7], the torso's quaternion, is normalized by MuJoCo)
+    env.set_state(qpos, np.zeros(14))
+    np.testing.assert_allclose(env.data.qpos, qpos, rtol=1e-6)
+    assert env.ctrl_cost_weight == 0.5  # the env's options read through
+    obs, info = ant_env.reset(seed=0, options={"anything": 1})  # accepted and ignored, as Ant-v5
+    assert obs.shape == (105,)
+
+
+def test_engine_is_an_alias_of_backend():
+    env = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
+    assert env.backend == "mujoco"
+    with pytest.raises(ValueError, match="engine= or its alias backend="):
+        gymjax.make("JaxInvertedPendulum-v0", engine="mujoco", backend="mjx")
