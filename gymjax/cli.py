@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import pathlib
+import subprocess
 import sys
 import time
 
@@ -81,7 +81,11 @@ def benchmarks_root() -> pathlib.Path:
 
 
 def bench(options: list[str]) -> int:
-    """Runs ``python -m benchmarks`` with ``options`` in this process."""
+    """Runs ``python -m benchmarks`` with ``options`` in a process of its own.
+
+    The harness is a tool beside the package, not part of it: nothing under
+    ``gymjax/`` imports it, so the dependency runs one way.
+    """
     root = benchmarks_root()
     if not (root / "benchmarks" / "__main__.py").is_file():
         raise SystemExit(
@@ -89,10 +93,7 @@ def bench(options: list[str]) -> int:
             "source, not the wheel. Run it from a source checkout: `pip install -e .` there, then "
             "`gymjax bench` or `python -m benchmarks`."
         )
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    harness_cli = importlib.import_module("benchmarks.__main__")
-    return harness_cli.main(options)
+    return subprocess.call([sys.executable, "-m", "benchmarks", *options], cwd=root)
 
 
 def main(argv: list[str] | None = None) -> int:

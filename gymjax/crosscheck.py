@@ -265,7 +265,7 @@ def format_table(checks: list[Check]) -> str:
 
 def main(args) -> int:
     """``gymjax crosscheck``: prints the report; exit status 1 on any mismatch."""
-    from gymjax.trainers.ppo.cli import parse_env_kwargs
+    from gymjax.envs import parse_env_kwargs
 
     checks = run(args.env, num_envs=args.num_envs, steps=args.steps, max_episode_steps=args.max_episode_steps,
                  seed=args.seed, gamma=args.gamma, gae_lambda=args.gae_lambda, **parse_env_kwargs(args.env_kwargs))

@@ -209,10 +209,9 @@ def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
     assert error.startswith("timed out after 0.1 s; output ends:")
 
 
-def test_gymjax_bench_hands_its_options_to_the_harness(capsys, monkeypatch, tmp_path):
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["bench", "--help"])
-    assert exit_.value.code == 0 and "--suite {env,adapters,train,all}" in capsys.readouterr().out
+def test_gymjax_bench_hands_its_options_to_the_harness(capfd, monkeypatch, tmp_path):
+    assert cli.main(["bench", "--help"]) == 0  # the harness runs in a process of its own
+    assert "--suite {env,adapters,train,all}" in capfd.readouterr().out
     monkeypatch.setattr(cli, "benchmarks_root", lambda: tmp_path)  # an installed wheel: no benchmarks/
     with pytest.raises(SystemExit, match="Run it from a source checkout"):
         cli.main(["bench", "--quick"])

@@ -10,6 +10,7 @@ dict per agent, which no Gymnasium ``Env`` takes. Their adapter is
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,20 @@ def make(env_id: str, **kwargs: Any) -> Env:
 def make_multi(env_id: str, **kwargs: Any) -> Env:
     """Builds the functional multi-agent env registered as ``env_id`` (actions: a dict per agent)."""
     return _factory(env_id, multi_agent=True)(**kwargs)
+
+
+def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
+    """``["KEY=VALUE", ...]`` from a command line as env options: JSON values, or bare words."""
+    kwargs = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SystemExit(f"--env-kwargs expects KEY=VALUE pairs, got {pair!r}")
+        key, text = pair.split("=", 1)
+        try:
+            kwargs[key] = json.loads(text)
+        except json.JSONDecodeError:
+            kwargs[key] = text  # a bare word, e.g. solver=fast
+    return kwargs
 
 
 def registered_ids(multi_agent: bool = False) -> list[str]:

@@ -9,7 +9,9 @@ same seeds and actions, key for key (sources matched: SB3 2.x
   (``terminated or truncated``), all writable copies;
 - ``infos``: one dict per env with the env's own info, then, where the episode
   ended, Monitor's ``episode = {"r": return rounded to 6 places, "l": length,
-  "t": seconds since the adapter was built}``, then ``TimeLimit.truncated``
+  "t": seconds since the adapter was built}`` (the return is summed in JAX, in
+  float32, by the time limit: Monitor's float64 sum can differ in the 7th
+  significant digit over long episodes), then ``TimeLimit.truncated``
   (``truncated and not terminated``) for every env, then ``terminal_observation``
   where the episode ended. Same-step reset: ``obs`` already holds the new
   episode's first observation, and ``reset_infos[i]`` its reset info.
@@ -51,6 +53,7 @@ class SB3VecEnv(VecEnv):
         max_episode_steps: time limit; defaults to the env's registered one.
         render_mode: ``None`` or ``"rgb_array"``.
         randomization_fn: domain randomization, drawn per env at each reset.
+        action_repeat: each agent step is ``action_repeat`` env steps.
         width, height: size of rendered frames.
         **env_kwargs: the env's constructor options.
 

@@ -67,27 +67,31 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
     the expected shape and space otherwise. Out-of-range Box values are allowed
     (the simulator clips controls, as in Gymnasium); NaN and inf are not.
     """
-    what = f"{space}" if batch is None else f"a batch of {batch} actions from {space}"
     try:
         array = np.asarray(action)
     except Exception as err:
-        raise ValueError(f"expected {what}, got {type(action).__name__}: {err}") from err
+        raise ValueError(f"expected {_what(space, batch)}, got {type(action).__name__}: {err}") from err
     expected = space.shape if batch is None else (batch, *space.shape)
     if array.dtype.kind not in "biuf":
-        raise ValueError(f"expected {what}, got an action of dtype {array.dtype}")
+        raise ValueError(f"expected {_what(space, batch)}, got an action of dtype {array.dtype}")
     if array.shape != expected:
-        raise ValueError(f"expected {what} of shape {expected}, got shape {array.shape}")
+        raise ValueError(f"expected {_what(space, batch)} of shape {expected}, got shape {array.shape}")
     if isinstance(space, gymnasium.spaces.Discrete):
         if array.dtype.kind not in "iu" and not np.all(np.mod(array, 1) == 0):
-            raise ValueError(f"expected {what}: integers, got {array!r}")
-        if np.any(array < space.start) or np.any(array >= space.start + space.n):
+            raise ValueError(f"expected {_what(space, batch)}: integers, got {array!r}")
+        if array.min() < space.start or array.max() >= space.start + space.n:
             raise ValueError(
-                f"expected {what}: integers in [{space.start}, {space.start + space.n}), got {array!r}"
+                f"expected {_what(space, batch)}: integers in [{space.start}, {space.start + space.n}), "
+                f"got {array!r}"
             )
-        return array.astype(space.dtype)
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"expected {what}: finite values, got NaN or inf in {array!r}")
-    return array.astype(space.dtype)
+    elif not np.isfinite(array).all():
+        raise ValueError(f"expected {_what(space, batch)}: finite values, got NaN or inf in {array!r}")
+    # Checked on every step: the message is built only when there is an error to report.
+    return array if array.dtype == space.dtype else array.astype(space.dtype)
+
+
+def _what(space: gymnasium.spaces.Space, batch: int | None) -> str:
+    return f"{space}" if batch is None else f"a batch of {batch} actions from {space}"
 
 
 def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
@@ -137,6 +141,35 @@ class HostStep(NamedTuple):
     @property
     def done(self) -> np.ndarray:
         return self.terminated | self.truncated
+
+
+class _Packer:
+    """Packs a pytree of arrays into one flat buffer per dtype, and back on the host.
+
+    Fetching a step's dozen small arrays one by one cost more than the step of a
+    small env; a few buffers cost one transfer each (measured in
+    ``benchmarks/results/vector_ceiling.md``).
+    """
+
+    def __init__(self, shapes: Any):
+        leaves, self.treedef = jax.tree.flatten(shapes)
+        self.dtypes = sorted({np.dtype(leaf.dtype) for leaf in leaves}, key=str)
+        self.layout = []  # per leaf: (buffer, offset, size, shape)
+        ends = dict.fromkeys(range(len(self.dtypes)), 0)
+        for leaf in leaves:
+            group, size = self.dtypes.index(np.dtype(leaf.dtype)), int(np.prod(leaf.shape, dtype=np.int64))
+            self.layout.append((group, ends[group], size, tuple(leaf.shape)))
+            ends[group] += size
+
+    def pack(self, tree: Any) -> tuple[jax.Array, ...]:
+        leaves = jax.tree.leaves(tree)
+        groups = [[jnp.ravel(leaf) for leaf, (g, *_) in zip(leaves, self.layout) if g == i] for i in range(len(self.dtypes))]
+        return tuple(jnp.concatenate(parts) for parts in groups)
+
+    def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
+        host = [np.array(b) for b in buffers]  # writable copies: users may write into obs
+        leaves = [host[g][start : start + size].reshape(shape) for g, start, size, shape in self.layout]
+        return jax.tree.unflatten(self.treedef, leaves)
 
 
 # -- Forks: JAX's runtime threads do not survive a fork; a child that touches JAX hangs for good.
@@ -229,6 +262,7 @@ class Session:
         self.state: State | None = None
         self._key: jax.Array | None = None  # a single env's key stream (a batch keeps its own in JAX)
         self._restarting = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
+        self._packed = None  # the last step's results, packed for fetch()
 
     def _stack(self, max_episode_steps, time_limit, action_repeat, randomization_fn) -> Env:
         if self.batched:
@@ -245,28 +279,62 @@ class Session:
         return single_env_stack(self.base, limit, action_repeat, randomization_fn)
 
     def _compile(self) -> None:
-        self._reset = jax.jit(self.jax_env.reset)
         self._step = jax.jit(self.jax_env.step)
+        self._start = jax.jit(self._start_episodes)
         self._set_state = None
+        n = self.num_envs
+        starts = jax.eval_shape(
+            self._start_episodes,
+            jax.ShapeDtypeStruct((n,), jnp.uint32),
+            jax.ShapeDtypeStruct((n,), jnp.bool_),
+            jax.ShapeDtypeStruct((n, *self._key_shape()), jnp.uint32),
+        )
+        self._packer = _Packer(jax.eval_shape(self._host_view, starts[0]))
+        self._step_host = jax.jit(self._step_and_pack)
+
+    @staticmethod
+    def _key_shape() -> tuple[int, ...]:
+        return jax.eval_shape(jax.random.PRNGKey, 0).shape
+
+    def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
+        """One compiled reset: ``PRNGKey(seeds[i])`` where ``given``, else the env's stream."""
+        keys = jnp.where(given[:, None], jax.vmap(jax.random.PRNGKey)(seeds), stream)
+        if self.batched:
+            return self.jax_env.reset(keys), keys
+        keep, use = next_reset_key(keys[0])
+        return self.jax_env.reset(use), keep
+
+    def _host_view(self, s: State):
+        """What :meth:`fetch` hands to the host: obs, reward, flags, info, finals, statistics."""
+        if self.batched:
+            a = s.autoreset
+            same_step = self.autoreset_mode is AutoResetMode.SAME_STEP
+            finals = (a.final_obs, a.final_info) if same_step else (None, None)
+            episode = a.final_episode
+        else:
+            finals, episode = (None, None), s.episode
+        return s.obs, s.reward, s.terminated, s.truncated, s.info, finals, episode
+
+    def _step_and_pack(self, state: State, actions):
+        state = self.jax_env.step(state, actions)
+        return state, self._packer.pack(self._host_view(state))
 
     # -- Reset and step
 
     def reset(self, seed: int | list[int | None] | None = None) -> None:
         """Starts every env's next episode; nothing leaves the device (see :meth:`fetch_reset`)."""
         seeds = seed_list(seed, self.num_envs)
-        stream = self._stream()
         given = np.array([s is not None for s in seeds])
+        stream = self._stream()
+        if stream is None:  # the first reset: unseeded envs start a random stream
+            stream, given = np.zeros((self.num_envs, *self._key_shape()), np.uint32), np.ones_like(given)
         fresh = _fresh.integers(MAX_SEED + 1, size=self.num_envs, dtype=np.uint32)
         ints = np.array([s if s is not None else f for s, f in zip(seeds, fresh)], np.uint32)
-        keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(ints))
-        if stream is not None and not given.all():
-            keys = jnp.where(given[:, None], keys, stream)
-        if self.batched:
-            self.state = self._reset(keys)
-        else:
-            self._key, key = next_reset_key(keys[0])
-            self.state = self._reset(key)
+        self.state, keys = self._start(ints, given, stream)
+        if not self.batched:
+            self._key = keys
         self._restarting[:] = False
+        self._packed = None
 
     def _stream(self) -> jax.Array | None:
         """Each env's key for its next reset, ``[N, 2]``; None before the first reset."""
@@ -274,29 +342,28 @@ class Session:
             return None
         return self.state.autoreset.key if self.batched else self._key[None]
 
-    def step(self, actions: Any) -> None:
-        """Dispatches one step of every env; JAX computes while the caller goes on."""
+    def step(self, actions: Any, host: bool = True) -> None:
+        """Dispatches one step of every env; JAX computes while the caller goes on.
+
+        ``host=False`` skips packing the results for :meth:`fetch`, for a caller that
+        reads ``state`` on the device (the torch bridge).
+        """
         if self.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
-        self.state = self._step(self.state, actions)
+        if host:
+            self.state, self._packed = self._step_host(self.state, actions)
+        else:
+            self.state, self._packed = self._step(self.state, actions), None
 
     def fetch(self) -> HostStep:
-        """The last step's results on the host, in one transfer."""
-        s = self.state
-        restarted = self._restarting.copy()
-        same_step = self.batched and self.autoreset_mode is AutoResetMode.SAME_STEP
-        if self.batched:
-            a = s.autoreset
-            finals = (a.final_obs, a.final_info) if same_step else (None, None)
-            episode = a.final_episode
-        else:
-            finals, episode = (None, None), s.episode
-        obs, reward, terminated, truncated, info, (final_obs, final_info), episode = jax.device_get(
-            (s.obs, s.reward, s.terminated, s.truncated, s.info, finals, episode)
-        )
+        """The last step's results on the host: one transfer per dtype (see :class:`_Packer`)."""
+        if self._packed is None:
+            raise RuntimeError("fetch() follows step(actions) (with host=True)")
+        obs, reward, terminated, truncated, info, (final_obs, final_info), episode = self._packer.unpack(self._packed)
         done = terminated | truncated
-        if same_step:
-            restarted = np.asarray(done)
+        restarted = self._restarting.copy()
+        if self.batched and self.autoreset_mode is AutoResetMode.SAME_STEP:
+            restarted = done
         elif self.batched:
             self._restarting = np.asarray(done)
         return HostStep(obs, reward, terminated, truncated, info, restarted, final_obs, final_info, episode)
@@ -359,7 +426,7 @@ class Session:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for name in ("_reset", "_step", "_set_state"):
+        for name in ("_start", "_step", "_step_host", "_set_state", "_packer", "_packed"):
             state.pop(name)
         state["state"] = jax.device_get(self.state)
         state["_key"] = None if self._key is None else np.asarray(self._key)
@@ -368,4 +435,5 @@ class Session:
     def __setstate__(self, state):
         refuse_forked_child()
         self.__dict__.update(state)
+        self._packed = None
         self._compile()

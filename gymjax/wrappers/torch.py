@@ -172,7 +172,7 @@ class TorchVectorEnv(GymnasiumVectorEnv):
 
     def step(self, actions: torch.Tensor):
         check_torch_action(self.single_action_space, actions, self.device, batch=self.num_envs)
-        self.session.step(to_jax(actions, self.bridge_device))
+        self.session.step(to_jax(actions, self.bridge_device), host=False)
         s, tensor = self.session.state, self._tensor
         terminated, truncated = tensor(s.terminated), tensor(s.truncated)
         info = {k: tensor(v) for k, v in s.info.items()}
@@ -233,7 +233,7 @@ class TorchEnv(GymnasiumEnv):
 
     def step(self, action: torch.Tensor):
         check_torch_action(self.action_space, action, self.device)
-        self.session.step(to_jax(action, self.bridge_device))
+        self.session.step(to_jax(action, self.bridge_device), host=False)
         s, tensor = self.session.state, self._tensor
         info = {k: tensor(v) for k, v in s.info.items()}
         return tensor(s.obs), tensor(s.reward), tensor(s.terminated), tensor(s.truncated), info

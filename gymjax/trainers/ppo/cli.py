@@ -93,19 +93,6 @@ def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k in names}
 
 
-def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
-    kwargs = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise SystemExit(f"--env-kwargs expects KEY=VALUE pairs, got {pair!r}")
-        key, text = pair.split("=", 1)
-        try:
-            kwargs[key] = json.loads(text)
-        except json.JSONDecodeError:
-            kwargs[key] = text  # a bare word, e.g. solver=fast
-    return kwargs
-
-
 # -- the run directory -----------------------------------------------------------------
 
 
@@ -169,7 +156,7 @@ def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[
         config = PPOConfig(**overrides)
     except ValueError as e:
         raise SystemExit(f"invalid config: {e}") from None
-    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    env_kwargs = envs.parse_env_kwargs(args.env_kwargs)
     env = _make_env(args.env, env_kwargs)
     options = {"metrics_format": args.metrics_format, "tensorboard": args.tensorboard, "video": args.video}
     record = {"env": args.env, "env_kwargs": env_kwargs, **options, "config": config.to_dict()}
