@@ -33,7 +33,7 @@ class GymnasiumEnv(gymnasium.Env):
 
     Args:
         env: a gymjax env, or a registered id such as ``"JaxAnt-v0"``.
-        render_mode: ``None`` or ``"rgb_array"``.
+        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
         max_episode_steps: a time limit applied in JAX; by default none, since
             ``gymnasium.make`` adds its ``TimeLimit`` wrapper.
         action_repeat: each agent step is ``action_repeat`` env steps.
@@ -49,7 +49,7 @@ class GymnasiumEnv(gymnasium.Env):
     """
 
     # Read by gymnasium.make before an instance exists; instances narrow it.
-    metadata = {"render_modes": ["rgb_array"]}
+    metadata = {"render_modes": ["rgb_array", "human"]}
 
     def __init__(
         self,
@@ -74,7 +74,7 @@ class GymnasiumEnv(gymnasium.Env):
         )
         base = self.session.base
         self.render_mode = render_mode
-        self.metadata = dict(base.metadata)
+        self.metadata = {**base.metadata, "render_modes": self.session.render_modes()}
         self.observation_space = base.observation_space
         self.action_space = base.action_space
 
@@ -94,12 +94,16 @@ class GymnasiumEnv(gymnasium.Env):
         super().reset(seed=seed)
         self.session.reset(seed)
         obs, info = self.session.fetch_reset()
+        if self.render_mode == "human":
+            self.session.render()
         return obs, {k: v[()] for k, v in info.items()}
 
     def step(self, action):
         self.session.step(check_action(self.action_space, action))
         out = self.session.fetch()
         info = {k: v[()] for k, v in out.info.items()}
+        if self.render_mode == "human":
+            self.session.render()
         return out.obs, float(out.reward), bool(out.terminated), bool(out.truncated), info
 
     def render(self):

@@ -79,7 +79,7 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
     Args:
         env: a functional multi-agent env, or a registered id (``"JaxMultiAnt-v0"``).
         max_episode_steps: time limit; defaults to the env's registered one (1000).
-        render_mode: ``None`` or ``"rgb_array"``.
+        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
         width, height: size of rendered frames.
         **env_kwargs: the env's options (``agent_conf="4x2"``, ``solver="fast"``, ...).
 
@@ -109,6 +109,7 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
             make=envs.make_multi,
         )
         self._init_spaces(env)
+        self.metadata["render_modes"] = self.session.render_modes()
         self.render_mode = render_mode
         self.agents: list[str] = []
         base = self.session.base
@@ -118,6 +119,8 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         self.session.reset(seed)
         self.agents = list(self.possible_agents)
         obs, info = self.session.fetch_reset()
+        if self.render_mode == "human":
+            self.session.render()
         return dict(obs), self._per_agent(info)
 
     def step(self, actions: dict[str, Any]):
@@ -131,6 +134,8 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         reward, terminated, truncated = float(out.reward), bool(out.terminated), bool(out.truncated)
         if terminated or truncated:
             self.agents = []
+        if self.render_mode == "human":
+            self.session.render()
         return (
             dict(out.obs),
             dict.fromkeys(self.possible_agents, reward),

@@ -172,6 +172,41 @@ class _Packer:
         return jax.tree.unflatten(self.treedef, leaves)
 
 
+class _Window:
+    """Shows frames in a pygame window at the env's ``render_fps`` ("human" rendering)."""
+
+    def __init__(self, fps: int):
+        try:
+            import pygame  # noqa: F401
+        except ImportError as e:
+            raise ImportError('render_mode="human" shows frames with pygame: pip install pygame') from e
+        self.fps = fps
+        self._screen = None
+        self._clock = None
+
+    def show(self, frame: np.ndarray) -> None:
+        import pygame
+
+        if self._screen is None:
+            pygame.init()
+            self._screen = pygame.display.set_mode(frame.shape[1::-1])
+            self._clock = pygame.time.Clock()
+        self._screen.blit(pygame.surfarray.make_surface(np.swapaxes(frame, 0, 1)), (0, 0))
+        pygame.event.pump()
+        self._clock.tick(self.fps)
+        pygame.display.flip()
+
+    def close(self) -> None:
+        if self._screen is not None:
+            import pygame
+
+            pygame.display.quit()
+            self._screen = None
+
+    def __getstate__(self):
+        return {"fps": self.fps, "_screen": None, "_clock": None}
+
+
 # -- Forks: JAX's runtime threads do not survive a fork; a child that touches JAX hangs for good.
 
 _forked_after_jax = False
@@ -239,10 +274,11 @@ class Session:
         self.batched = num_envs is not None
         self.num_envs = check_num_envs(num_envs) if self.batched else 1
         self.base = build(env, dict(env_kwargs or {}), make)
-        modes = self.base.metadata.get("render_modes", [])
+        modes = self.render_modes()
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         self.render_mode = render_mode
+        self._window = _Window(self.base.metadata.get("render_fps", 30)) if render_mode == "human" else None
         self.size = (width, height)
         self.autoreset_mode = AutoResetMode.of(autoreset_mode)
         self._options = dict(
@@ -263,6 +299,13 @@ class Session:
         self._key: jax.Array | None = None  # a single env's key stream (a batch keeps its own in JAX)
         self._restarting = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
         self._packed = None  # the last step's results, packed for fetch()
+
+    def render_modes(self) -> list[str]:
+        """The env's modes; a single env that draws frames also shows them in a window ("human")."""
+        modes = list(self.base.metadata.get("render_modes", []))
+        if not self.batched and "rgb_array" in modes and "human" not in modes:
+            modes.append("human")
+        return modes
 
     def _stack(self, max_episode_steps, time_limit, action_repeat, randomization_fn) -> Env:
         if self.batched:
@@ -402,7 +445,11 @@ class Session:
     # -- Rendering and closing
 
     def render(self):
-        """One frame (single env), a tuple of one frame per env (batch), or None without a mode."""
+        """One frame (single env), a tuple of one frame per env (batch), or None without a mode.
+
+        In ``"human"`` mode the frame goes to a window and None is returned; the
+        adapters call this after every reset and step, as Gymnasium's envs do.
+        """
         if self.render_mode is None:
             gymnasium.logger.warn("render() called with render_mode=None; make the env with render_mode='rgb_array'")
             return None
@@ -410,6 +457,9 @@ class Session:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
         width, height = self.size
         host = jax.device_get(self.state)
+        if self._window is not None:
+            self._window.show(self.base.render(host, width=width, height=height))
+            return None
         if not self.batched:
             return self.base.render(host, width=width, height=height)
         return tuple(
@@ -418,6 +468,8 @@ class Session:
         )
 
     def close(self) -> None:
+        if self._window is not None:
+            self._window.close()
         close = getattr(self.base, "close", None)
         if close is not None:
             close()
@@ -428,6 +480,7 @@ class Session:
         state = dict(self.__dict__)
         for name in ("_start", "_step", "_step_host", "_set_state", "_packer", "_packed"):
             state.pop(name)
+        state["_window"] = None if self._window is None else _Window(self._window.fps)
         state["state"] = jax.device_get(self.state)
         state["_key"] = None if self._key is None else np.asarray(self._key)
         return state

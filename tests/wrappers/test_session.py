@@ -214,3 +214,16 @@ def test_engine_is_an_alias_of_backend():
     assert env.backend == "mujoco"
     with pytest.raises(ValueError, match="engine= or its alias backend="):
         gymjax.make("JaxInvertedPendulum-v0", engine="mujoco", backend="mjx")
+
+
+def test_human_rendering_shows_frames_and_returns_none(monkeypatch):
+    """PettingZoo's render_test starts with render_mode="human"; SDL's dummy driver stands in for a screen."""
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    env = gymnasium.make("JaxCartPole-v0", render_mode="human")
+    assert isinstance(env.unwrapped, GymnasiumEnv) and "human" in env.metadata["render_modes"]
+    env.reset(seed=0)
+    env.step(0)
+    assert env.render() is None and env.unwrapped.session._window._screen is not None
+    env.close()
+    with pytest.raises(ValueError, match="render_mode must be None or one of"):
+        gymnasium.make_vec("JaxCartPole-v0", 2, render_mode="human")
