@@ -227,3 +227,27 @@ def test_human_rendering_shows_frames_and_returns_none(monkeypatch):
     env.close()
     with pytest.raises(ValueError, match="render_mode must be None or one of"):
         gymnasium.make_vec("JaxCartPole-v0", 2, render_mode="human")
+
+
+def test_ant_v5_render_options():
+    """camera_id / camera_name / max_geom / visual_options, as Gymnasium's MujocoEnv takes them."""
+    import mujoco
+
+    kwargs = dict(engine="mujoco", render_mode="rgb_array", width=48, height=32)
+    free = gymnasium.make("JaxAnt-v0", **kwargs)
+    tracked = gymnasium.make(
+        "JaxAnt-v0", camera_name="track", max_geom=500,
+        visual_options={mujoco.mjtVisFlag.mjVIS_CONTACTPOINT: True}, **kwargs,
+    )
+    frames = []
+    for env in (free, tracked):
+        env.reset(seed=0)
+        frames.append(env.render().astype(int))
+    assert frames[0].shape == frames[1].shape == (32, 48, 3)
+    assert np.abs(frames[0] - frames[1]).mean() > 5  # another viewpoint
+    assert tracked.unwrapped.camera_id == 0 and tracked.unwrapped.max_geom == 500
+    pickle.loads(pickle.dumps(tracked))
+    with pytest.raises(ValueError, match="camera_name 'nope' is not a camera"):
+        gymnasium.make("JaxAnt-v0", camera_name="nope")
+    with pytest.raises(ValueError, match="cannot be given together"):
+        gymnasium.make("JaxAnt-v0", camera_id=0, camera_name="track")

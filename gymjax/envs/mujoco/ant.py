@@ -56,12 +56,17 @@ class Ant(MjxEnv):
         include_cfrc_ext_in_observation: bool = True,
         solver: str | tuple[int, int] | None = None,
         backend: str = "mjx",
+        camera_id: int | None = None,
+        camera_name: str | None = None,
+        max_geom: int = 1000,
+        visual_options: dict[int, bool] | None = None,
     ):
         if default_camera_config is not None and not isinstance(default_camera_config, dict):
             raise ValueError(f"Ant: default_camera_config must be a dict, got {default_camera_config!r}")
         camera = {"distance": 4.0, "trackbodyid": 1, "elevation": -20.0}
         camera.update(default_camera_config or {})
-        super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend)
+        render = dict(camera_id=camera_id, camera_name=camera_name, max_geom=max_geom, visual_options=visual_options)
+        super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend, render=render)
         self.forward_reward_weight = options.real(self, "forward_reward_weight", forward_reward_weight)
         self.ctrl_cost_weight = options.real(self, "ctrl_cost_weight", ctrl_cost_weight)
         self.contact_cost_weight = options.real(self, "contact_cost_weight", contact_cost_weight)

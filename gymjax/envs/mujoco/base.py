@@ -118,6 +118,10 @@ class MjxEnv(Env[mjx.Model]):
         camera: free-camera settings for rendering (``distance``, ``elevation``,
             ``azimuth``, ``trackbodyid``), Gymnasium's ``default_camera_config``.
         backend: ``"mjx"``, ``"mujoco"`` or ``"auto"`` (see the module docstring).
+        render: Gymnasium's ``MujocoEnv`` rendering options: ``camera_id`` or
+            ``camera_name`` (a camera of the model instead of the free camera),
+            ``max_geom`` (the scene's geom buffer) and ``visual_options``
+            (``{mujoco.mjtVisFlag: bool}``).
     """
 
     # MuJoCo C must be told which MjModel fields a randomized env changes.
@@ -130,6 +134,7 @@ class MjxEnv(Env[mjx.Model]):
         solver: str | tuple[int, int] | None = None,
         camera: dict[str, Any] | None = None,
         backend: str = "mjx",
+        render: dict[str, Any] | None = None,
     ):
         frame_skip = options.integer(self, "frame_skip", frame_skip)
         if not isinstance(xml_file, str):
@@ -146,6 +151,7 @@ class MjxEnv(Env[mjx.Model]):
             raise ValueError(f"{type(self).__name__}: {e}") from None
         self.frame_skip = frame_skip
         self.camera = dict(camera or {})
+        self._render_options(**(render or {}))
         self._model = mjx.put_model(self.mj_model)
         self._host = HostBackend(self.mj_model, frame_skip) if self.backend == "mujoco" else None
         # A zeroed Data, like MuJoCo's mj_resetData; reset writes qpos/qvel into it.
@@ -219,7 +225,7 @@ class MjxEnv(Env[mjx.Model]):
     def render(self, state: State, *, width: int = 480, height: int = 480, camera: Any = None):
         data = self.mj_data(state)
         renderer = self._renderer(width, height)
-        renderer.update_scene(data, camera=self._camera(camera))
+        renderer.update_scene(data, camera=self._camera(camera), scene_option=self._scene_option)
         return renderer.render()
 
     def mj_data(self, state: State) -> mujoco.MjData:
@@ -238,12 +244,35 @@ class MjxEnv(Env[mjx.Model]):
         mujoco.mj_forward(self.mj_model, data)
         return data
 
+    def _render_options(
+        self,
+        camera_id: int | None = None,
+        camera_name: str | None = None,
+        max_geom: int = 1000,
+        visual_options: dict[int, bool] | None = None,
+    ) -> None:
+        name = type(self).__name__
+        if camera_id is not None and camera_name is not None:
+            raise ValueError(f"{name}: camera_id and camera_name cannot be given together")
+        if camera_name is not None:
+            camera_id = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_CAMERA, camera_name)
+            if camera_id < 0:
+                raise ValueError(f"{name}: camera_name {camera_name!r} is not a camera of {self.xml_path}")
+        if camera_id is not None and not (isinstance(camera_id, int) and -1 <= camera_id < self.mj_model.ncam):
+            raise ValueError(f"{name}: camera_id must be an int in [-1, {self.mj_model.ncam}), got {camera_id!r}")
+        self.camera_id = camera_id
+        self.max_geom = options.integer(self, "max_geom", max_geom)
+        self.visual_options = dict(visual_options or {})
+        self._scene_option = mujoco.MjvOption()
+        for flag, value in self.visual_options.items():
+            self._scene_option.flags[flag] = value
+
     def _renderer(self, width: int, height: int) -> mujoco.Renderer:
         if (width, height) not in self._renderers:
             self.mj_model.vis.global_.offwidth = max(width, self.mj_model.vis.global_.offwidth)
             self.mj_model.vis.global_.offheight = max(height, self.mj_model.vis.global_.offheight)
             try:
-                self._renderers[(width, height)] = mujoco.Renderer(self.mj_model, height, width)
+                self._renderers[(width, height)] = mujoco.Renderer(self.mj_model, height, width, self.max_geom)
             except Exception as err:
                 raise RuntimeError(
                     "could not create a MuJoCo renderer; for headless rendering set "
@@ -254,6 +283,8 @@ class MjxEnv(Env[mjx.Model]):
     def _camera(self, camera):
         if camera is not None:
             return camera
+        if self.camera_id is not None and self.camera_id >= 0:
+            return self.camera_id
         cam = mujoco.MjvCamera()
         mujoco.mjv_defaultFreeCamera(self.mj_model, cam)
         if "trackbodyid" in self.camera:
@@ -277,5 +308,11 @@ class MjxEnv(Env[mjx.Model]):
         return f"{type(self).__name__}(solver={self.solver!r}, backend={self.backend!r})"
 
     def __getstate__(self):
-        # Renderers hold GL contexts and cannot be pickled or deep-copied.
-        return {**self.__dict__, "_renderers": {}, "_render_data": None}
+        # Renderers hold GL contexts, and MjvOption is a C struct: neither pickles nor deep-copies.
+        return {**self.__dict__, "_renderers": {}, "_render_data": None, "_scene_option": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._scene_option = mujoco.MjvOption()
+        for flag, value in self.visual_options.items():
+            self._scene_option.flags[flag] = value

@@ -30,9 +30,14 @@ class InvertedPendulum(MjxEnv):
         reset_noise_scale: float = 0.01,
         solver: str | tuple[int, int] | None = None,
         backend: str = "mjx",
+        camera_id: int | None = None,
+        camera_name: str | None = None,
+        max_geom: int = 1000,
+        visual_options: dict[int, bool] | None = None,
     ):
         camera = {"trackbodyid": 0, "distance": 2.04}
-        super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend)
+        render = dict(camera_id=camera_id, camera_name=camera_name, max_geom=max_geom, visual_options=visual_options)
+        super().__init__(xml_file, frame_skip, solver=solver, camera=camera, backend=backend, render=render)
         self.reset_noise_scale = options.real(self, "reset_noise_scale", reset_noise_scale, minimum=0.0)
         m = self.mj_model
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (m.nq + m.nv,), np.float32)
