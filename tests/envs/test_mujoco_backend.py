@@ -293,12 +293,13 @@ def test_native_ppo_trains_on_the_c_backend(pendulum_c, monkeypatch):
 def test_fields_randomized_earlier_go_back_to_nominal(pendulum_c):
     """A host shared by a training and an evaluation env: no randomized value outlives its call."""
     physics = HostPhysics(pendulum_c.mj_model, frame_skip=2, nthread=2)
-    tilted = physics.init(np.array([[0.0, 0.1]] * 2, np.float32), np.zeros((2, 2), np.float32), {})[0]
+    start = physics.init(np.array([[0.0, 0.1]] * 2, np.float32), np.zeros((2, 2), np.float32), {})
+    tilted = physics.split(start).state
     ctrl = np.zeros((2, 1), np.float32)
-    nominal = physics.step(tilted, ctrl, {})[1]
-    floating = physics.step(tilted, ctrl, {"opt.gravity": np.zeros((2, 3))})[1]
+    nominal = physics.split(physics.step(tilted, ctrl, {})).qpos
+    floating = physics.split(physics.step(tilted, ctrl, {"opt.gravity": np.zeros((2, 3))})).qpos
     masses = np.tile(pendulum_c.mj_model.body_mass, (2, 1))
-    after = physics.step(tilted, ctrl, {"body_mass": masses})[1]
+    after = physics.split(physics.step(tilted, ctrl, {"body_mass": masses})).qpos
     np.testing.assert_allclose(floating[:, 1], 0.1, atol=1e-6)
     assert np.abs(nominal[:, 1] - 0.1).min() > 1e-4
     np.testing.assert_array_equal(after, nominal)  # gravity is back, though this call did not name it
