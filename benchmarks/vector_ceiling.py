@@ -1,0 +1,339 @@
+"""JaxAnt-v0's vector env on the C backend against the C physics ceiling and EnvPool, interleaved.
+
+In one process, for each batch size N, every stack is built once and then timed
+in alternation (A, B, C, ..., A, B, C, ...) so that load drift on a shared
+machine hits all of them alike; figures are medians of the repeats, with the
+load average beside them. Random actions, ``engine="mujoco"``, same threads:
+
+- ceiling, host pool: gymjax's own MuJoCo C thread pool (``HostPhysics.step``)
+  stepping N states, no JAX at all;
+- ceiling, ``mujoco.rollout``: MuJoCo's multi-threaded rollout, 5 substeps a call;
+- gymjax ``GymnasiumVectorEnv`` (NumPy out, same-step auto-reset);
+- gymjax ``TorchVectorEnv`` (torch tensors through DLPack) and ``SB3VecEnv``;
+- EnvPool's Ant-v5 (``envpool.make_gymnasium``), if installed.
+
+Then a profile of one VectorEnv step at N=256: physics alone, the jitted step
+(physics + JAX's observation, reward and auto-reset), the session's packed
+transfer, and the adapter's own work.
+
+Writes benchmarks/results/vector_ceiling.{json,md,png}.
+
+    python -m benchmarks.vector_ceiling            # N = 16, 256, 1024
+    python -m benchmarks.vector_ceiling --quick    # N = 16, 64, few repeats: a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+if __package__ in (None, ""):  # run as a file: make `benchmarks` importable from the repo root
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import jax  # noqa: E402
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+from mujoco import rollout  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+import gymjax  # noqa: E402
+from benchmarks.harness import environment  # noqa: E402
+from benchmarks.report import pyplot, save  # noqa: E402
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+THREADS = os.cpu_count() or 1
+TARGETS = {"ceiling": 0.8, "envpool": 1.3, "torch": 0.95, "sb3": 0.9}
+
+
+class Stack:
+    """A built stack: ``step()`` advances N envs once."""
+
+    def __init__(self, name: str, step, close=None):
+        self.name, self.step, self.close = name, step, close
+
+
+def _actions(n: int, count: int = 64) -> np.ndarray:
+    return np.random.default_rng(0).uniform(-1, 1, (count, n, 8)).astype(np.float32)
+
+
+def _cycle(actions: np.ndarray):
+    i = [0]
+
+    def next_action():
+        i[0] = (i[0] + 1) % len(actions)
+        return actions[i[0]]
+
+    return next_action
+
+
+def host_pool(n: int) -> Stack:
+    env = gymjax.make("JaxAnt-v0", engine="mujoco")
+    physics = env._host.physics
+    start = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
+    state = [np.asarray(start.env_state.state)]
+    action = _cycle(_actions(n))
+
+    def step():
+        words = physics.step(state[0], action(), {})
+        state[0] = physics.split(words).state
+
+    return Stack("ceiling: gymjax host pool", step, env.close)
+
+
+def mujoco_rollout(n: int) -> Stack:
+    env = gymjax.make("JaxAnt-v0", engine="mujoco")
+    model = env.mj_model
+    datas = [mujoco.MjData(model) for _ in range(THREADS)]
+    mujoco.mj_forward(model, datas[0])
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.empty((n, mujoco.mj_stateSize(model, spec)))
+    mujoco.mj_getState(model, datas[0], state[0], spec)
+    state[:] = state[0]
+    controls = np.random.default_rng(0).uniform(-1, 1, (8, n, env.frame_skip, model.nu))
+    pool = rollout.Rollout(nthread=THREADS)
+    holder, i = [state], [0]
+
+    def step():
+        i[0] = (i[0] + 1) % len(controls)
+        states, _ = pool.rollout(model, datas, holder[0], controls[i[0]])
+        holder[0] = states[:, -1]
+
+    return Stack("ceiling: mujoco.rollout", step, pool.close)
+
+
+def vector_env(n: int) -> Stack:
+    from gymjax.wrappers.gymnasium import GymnasiumVectorEnv
+
+    env = GymnasiumVectorEnv("JaxAnt-v0", n, engine="mujoco")
+    env.reset(seed=0)
+    action = _cycle(_actions(n))
+    return Stack("gymjax VectorEnv", lambda: env.step(action()), env.close)
+
+
+def torch_vector_env(n: int) -> Stack:
+    import torch
+
+    from gymjax.wrappers.torch import TorchVectorEnv
+
+    env = TorchVectorEnv("JaxAnt-v0", n, engine="mujoco")
+    env.reset(seed=0)
+    actions = torch.from_numpy(_actions(n))
+    i = [0]
+
+    def step():
+        i[0] = (i[0] + 1) % len(actions)
+        out = env.step(actions[i[0]])
+        out[0].sum().item()  # the consumer waits for the step, as an agent reading obs does
+
+    return Stack("gymjax TorchVectorEnv", step, env.close)
+
+
+def sb3_vec_env(n: int) -> Stack:
+    from gymjax.wrappers.sb3 import SB3VecEnv
+
+    env = SB3VecEnv("JaxAnt-v0", n, engine="mujoco")
+    env.reset()
+    action = _cycle(_actions(n))
+    return Stack("gymjax SB3VecEnv", lambda: env.step(action()), env.close)
+
+
+def envpool_ant(n: int) -> Stack | None:
+    try:
+        import envpool
+    except ImportError:
+        return None
+    env = envpool.make_gymnasium("Ant-v5", num_envs=n)
+    env.reset()
+    action = _cycle(_actions(n).astype(np.float64))
+    return Stack("EnvPool Ant-v5", lambda: env.step(action()), env.close)
+
+
+BUILDERS = (host_pool, mujoco_rollout, vector_env, torch_vector_env, sb3_vec_env, envpool_ant)
+
+
+def interleaved(n: int, repeats: int, target_s: float) -> dict[str, dict]:
+    """Steps/s of every stack at ``n`` envs, timed in alternation; medians and spreads."""
+    stacks = [s for s in (build(n) for build in BUILDERS) if s is not None]
+    calls = {}
+    for stack in stacks:  # warm up (compiles) and size the repeats
+        for _ in range(3):
+            stack.step()
+        start = time.perf_counter()
+        stack.step()
+        calls[stack.name] = max(3, int(target_s / max(time.perf_counter() - start, 1e-6)))
+    samples: dict[str, list[float]] = {s.name: [] for s in stacks}
+    loads = []
+    for _ in tqdm(range(repeats), desc=f"N={n}", unit="round", leave=False):
+        for stack in stacks:
+            count = calls[stack.name]
+            start = time.perf_counter()
+            for _ in range(count):
+                stack.step()
+            samples[stack.name].append(n * count / (time.perf_counter() - start))
+        loads.append(os.getloadavg()[0])
+    for stack in stacks:
+        if stack.close is not None:
+            stack.close()
+    return {
+        name: {"median": statistics.median(v), "min": min(v), "max": max(v), "samples": v, "load_1min": loads}
+        for name, v in samples.items()
+    }
+
+
+def profile(n: int, steps: int = 10, repeats: int = 9) -> dict[str, float]:
+    """Milliseconds per VectorEnv step at ``n`` envs, by layer (each layer includes the ones before).
+
+    Layers are timed in alternation too, and each figure is the best of ``repeats``: the
+    differences between layers are smaller than the load's swings on a shared machine.
+    """
+    from gymjax.wrappers.gymnasium import GymnasiumVectorEnv
+
+    env = GymnasiumVectorEnv("JaxAnt-v0", n, engine="mujoco")
+    env.reset(seed=0)
+    session = env.session
+    physics = session.base._host.physics
+    action = _cycle(_actions(n))
+    state0 = np.asarray(session.state.env_state.state)
+
+    def jitted():
+        session.state = jax.block_until_ready(session._step(session.state, action()))
+
+    def packed():
+        session.state, out = session._step_host(session.state, action())
+        jax.block_until_ready(out)
+
+    def fetched():
+        session.step(action())
+        session.fetch()
+
+    layers = {
+        "physics (host pool)": lambda: physics.step(state0, action(), {}),
+        "jitted step": jitted,
+        "jitted step + packing": packed,
+        "+ transfer to NumPy": fetched,
+        "VectorEnv.step (+ checks, infos)": lambda: env.step(action()),
+    }
+    best = dict.fromkeys(layers, float("inf"))
+    for _ in range(repeats):
+        for name, fn in layers.items():
+            fn()
+            start = time.perf_counter()
+            for _ in range(steps):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / steps * 1e3)
+    env.close()
+    return best
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="N = 16, 64 and 2 repeats: a smoke run")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    sizes = (16, 64) if args.quick else (16, 256, 1024)
+    repeats = 2 if args.quick else args.repeats
+    target_s = 0.15 if args.quick else 0.6
+    report = {**environment(), "threads": THREADS, "sizes": list(sizes), "repeats": repeats, "results": {}}
+    for n in tqdm(sizes, desc="batch sizes", unit="N"):
+        report["results"][str(n)] = interleaved(n, repeats, target_s)
+    report["profile_n"] = 256 if not args.quick else 64
+    report["profile_ms"] = profile(report["profile_n"])
+    report["ratios"] = ratios(report)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "vector_ceiling" + ("_quick" if args.quick else "")
+    import json
+
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out / f"{stem}.md").write_text(markdown(report))
+    plot(report, out / f"{stem}.png")
+    print(markdown(report))
+
+
+def ratios(report: dict) -> dict[str, dict[str, float | None]]:
+    out = {}
+    for n, stacks in report["results"].items():
+        med = {name: r["median"] for name, r in stacks.items()}
+        vec = med["gymjax VectorEnv"]
+        ceiling = max(med["ceiling: gymjax host pool"], med["ceiling: mujoco.rollout"])
+        out[n] = {
+            "ceiling": vec / ceiling,
+            "envpool": vec / med["EnvPool Ant-v5"] if "EnvPool Ant-v5" in med else None,
+            "torch": med["gymjax TorchVectorEnv"] / vec,
+            "sb3": med["gymjax SB3VecEnv"] / vec,
+        }
+    return out
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = [
+        "# JaxAnt-v0 vector env (C backend) vs the C physics ceiling and EnvPool",
+        "",
+        f"Machine: {m.get('name')}, {report['threads']} threads, JAX {report['versions'].get('jax')}. "
+        f"Random actions; stacks timed in alternation, {report['repeats']} rounds; medians of env steps/s "
+        "(min-max in brackets). Produced by `python -m benchmarks.vector_ceiling`.",
+        "",
+    ]
+    names = list(next(iter(report["results"].values())))
+    lines += ["| stack | " + " | ".join(f"N={n}" for n in report["results"]) + " |"]
+    lines += ["|---" * (1 + len(report["results"])) + "|"]
+    for name in names:
+        cells = []
+        for stacks in report["results"].values():
+            r = stacks.get(name)
+            cells.append(f"{r['median']:,.0f} [{r['min']:,.0f}-{r['max']:,.0f}]" if r else "-")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "Load average (1 min) over the rounds: " + "; ".join(
+        f"N={n}: {min(s[names[0]]['load_1min']):.2f}-{max(s[names[0]]['load_1min']):.2f}"
+        for n, s in report["results"].items()
+    ), ""]
+    lines += ["## Ratios (medians) against the targets", "",
+              "| N | VectorEnv / ceiling (>= 0.8) | VectorEnv / EnvPool (>= 1.3) | torch / VectorEnv (>= 0.95) | SB3 / VectorEnv (>= 0.9) |",
+              "|---|---|---|---|---|"]
+    for n, r in report["ratios"].items():
+        def cell(key):
+            v = r[key]
+            return "-" if v is None else f"{v:.2f} ({'meets' if v >= TARGETS[key] else 'misses'})"
+        lines.append(f"| {n} | {cell('ceiling')} | {cell('envpool')} | {cell('torch')} | {cell('sb3')} |")
+    lines += ["", f"## Where a VectorEnv step's time goes (N={report['profile_n']}, ms per step, best of 9, layers interleaved)", "",
+              "| layer (each includes the ones above) | ms | added |", "|---|---|---|"]
+    previous = 0.0
+    for name, ms in report["profile_ms"].items():
+        lines.append(f"| {name} | {ms:.2f} | {ms - previous:+.2f} |")
+        previous = ms
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot(report: dict, path: pathlib.Path) -> None:
+    plt = pyplot()
+    if plt is None:
+        return
+    sizes = list(report["results"])
+    names = list(report["results"][sizes[0]])
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / len(names)
+    for j, name in enumerate(names):
+        med = [report["results"][n][name]["median"] for n in sizes]
+        lo = [m - report["results"][n][name]["min"] for n, m in zip(sizes, med)]
+        hi = [report["results"][n][name]["max"] - m for n, m in zip(sizes, med)]
+        xs = np.arange(len(sizes)) + (j - (len(names) - 1) / 2) * width
+        ax.bar(xs, med, width, yerr=[lo, hi], label=name, capsize=2)
+    ax.set_xticks(np.arange(len(sizes)), [f"N={n}" for n in sizes])
+    ax.set_ylabel("env steps / s (median, min-max)")
+    ax.set_title(f"JaxAnt-v0, engine='mujoco', {report['threads']} threads: stacks interleaved")
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(axis="y", alpha=0.3)
+    save(fig, path)
+
+
+if __name__ == "__main__":
+    main()
