@@ -27,6 +27,7 @@ import pettingzoo
 from gymjax import envs
 from gymjax.core import Env, check_agents
 from gymjax.wrappers.session import Session, check_action
+from gymjax.wrappers.training import RandomizationFn
 
 
 def _multi_agent(env: Env | str) -> Env | str:
@@ -69,6 +70,9 @@ class _MultiAgentAdapter:
     def _actions(self, actions: dict[str, Any], batch: int | None) -> dict[str, np.ndarray]:
         return {a: check_action(self.action_spaces[a], actions[a], batch=batch) for a in self.possible_agents}
 
+    def render(self):
+        return self.session.render()
+
     def close(self):
         self.session.close()
 
@@ -80,6 +84,8 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         env: a functional multi-agent env, or a registered id (``"JaxMultiAnt-v0"``).
         max_episode_steps: time limit; defaults to the env's registered one (1000).
         render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
+        action_repeat: each agent step is ``action_repeat`` env steps.
+        randomization_fn: domain randomization, drawn at each reset.
         width, height: size of rendered frames.
         **env_kwargs: the env's options (``agent_conf="4x2"``, ``solver="fast"``, ...).
 
@@ -94,6 +100,8 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         env: Env | str = "JaxMultiAnt-v0",
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
+        action_repeat: int = 1,
+        randomization_fn: RandomizationFn | None = None,
         width: int = 480,
         height: int = 480,
         **env_kwargs: Any,
@@ -102,6 +110,8 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
             _multi_agent(env),
             max_episode_steps=max_episode_steps,
             time_limit=True,
+            action_repeat=action_repeat,
+            randomization_fn=randomization_fn,
             render_mode=render_mode,
             width=width,
             height=height,
@@ -155,9 +165,6 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
             raise gymnasium.error.ResetNeeded("call reset() before state()")
         return np.asarray(self._global_state(self.session.state))
 
-    def render(self):
-        return self.session.render()
-
 
 class PettingZooVectorEnv(_MultiAgentAdapter):
     """``num_envs`` copies of a multi-agent env stepped by one jitted call.
@@ -166,6 +173,10 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
         env: a functional multi-agent env, or a registered id.
         num_envs: batch size ``N``.
         max_episode_steps: time limit; defaults to the env's registered one.
+        render_mode: ``None`` or ``"rgb_array"`` (``render()`` gives one frame per env).
+        action_repeat: each agent step is ``action_repeat`` env steps.
+        randomization_fn: domain randomization, drawn per env at each reset.
+        width, height: size of rendered frames.
         **env_kwargs: the env's options.
 
     ``reset(seed=s)`` returns ``(obs, infos)``; ``step(actions)`` with ``actions``
@@ -191,13 +202,27 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
         env: Env | str = "JaxMultiAnt-v0",
         num_envs: int = 1,
         max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        action_repeat: int = 1,
+        randomization_fn: RandomizationFn | None = None,
+        width: int = 480,
+        height: int = 480,
         **env_kwargs: Any,
     ):
         self.session = Session(
-            _multi_agent(env), num_envs, max_episode_steps=max_episode_steps, env_kwargs=env_kwargs,
+            _multi_agent(env),
+            num_envs,
+            max_episode_steps=max_episode_steps,
+            action_repeat=action_repeat,
+            randomization_fn=randomization_fn,
+            render_mode=render_mode,
+            width=width,
+            height=height,
+            env_kwargs=env_kwargs,
             make=envs.make_multi,
         )
         self._init_spaces(env)
+        self.render_mode = render_mode
         self.agents = list(self.possible_agents)
         self.num_envs = self.session.num_envs
 

@@ -251,3 +251,37 @@ def test_ant_v5_render_options():
         gymnasium.make("JaxAnt-v0", camera_name="nope")
     with pytest.raises(ValueError, match="cannot be given together"):
         gymnasium.make("JaxAnt-v0", camera_id=0, camera_name="track")
+
+
+def _heavier_pole(params, key):
+    return params.replace(masspole=params.masspole * jax.random.uniform(key, (), minval=2.0, maxval=3.0))
+
+
+def test_every_adapter_takes_the_same_options():
+    """action_repeat, randomization_fn, max_episode_steps and render_mode mean the same everywhere."""
+    from gymjax.wrappers.pettingzoo import PettingZooEnv, PettingZooVectorEnv
+    from gymjax.wrappers.training import ActionRepeat, DomainRandomization
+
+    options = dict(action_repeat=2, randomization_fn=_heavier_pole, max_episode_steps=5, render_mode="rgb_array")
+    adapters = [
+        GymnasiumEnv("JaxCartPole-v0", **options),
+        GymnasiumVectorEnv("JaxCartPole-v0", 2, **options),
+        TorchEnv("JaxCartPole-v0", **options),
+        TorchVectorEnv("JaxCartPole-v0", 2, **options),
+        SB3VecEnv("JaxCartPole-v0", 2, **options),
+    ]
+    for adapter in adapters:
+        layers, env = [], adapter.session.jax_env
+        while hasattr(env, "env"):
+            layers.append(type(env))
+            env = env.env
+        assert ActionRepeat in layers and DomainRandomization in layers, type(adapter).__name__
+        assert adapter.session.max_episode_steps == 5
+    multi = dict(action_repeat=2, max_episode_steps=5, render_mode="rgb_array", engine="mujoco", width=32, height=32)
+    for adapter in (PettingZooEnv("JaxMultiAnt-v0", **multi), PettingZooVectorEnv("JaxMultiAnt-v0", 2, **multi)):
+        adapter.reset(seed=0)
+        adapter.step({a: np.zeros((2, 4) if isinstance(adapter, PettingZooVectorEnv) else 4, np.float32)
+                      for a in adapter.possible_agents})
+        frames = adapter.render()
+        assert (len(frames) == 2) if isinstance(adapter, PettingZooVectorEnv) else frames.shape == (32, 32, 3)
+        assert adapter.session.jax_env.dt == pytest.approx(2 * adapter.session.base.dt)
