@@ -11,6 +11,7 @@ cases (Gymnasium, SB3, PettingZoo: the ``dev`` extra) in CI.
     python -m benchmarks.clients                 # every case, a few minutes
     python -m benchmarks.clients --only torchrl  # cases whose name contains "torchrl"
     python -m benchmarks.clients --list
+    CLEANRL_DIR=~/cleanrl/cleanrl python -m benchmarks.clients --only CleanRL
 """
 
 from __future__ import annotations
@@ -178,18 +179,24 @@ import subprocess, sys, tempfile
 d = tempfile.mkdtemp()
 base = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "JaxCartPole-v0", "-n", "2000",
         "--gym-packages", "gymjax", "-f", d, "--seed", "0"]
-subprocess.run(base, check=True, capture_output=True)
-subprocess.run([sys.executable, "-m", "rl_zoo3.enjoy", "--algo", "ppo", "--env", "JaxCartPole-v0", "-f", d,
-                "--gym-packages", "gymjax", "-n", "200", "--no-render"], check=True, capture_output=True)
+def run(command):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(" ".join(command[2:4]) + ": " + done.stderr.strip().splitlines()[-1])
+run(base)
+run([sys.executable, "-m", "rl_zoo3.enjoy", "--algo", "ppo", "--env", "JaxCartPole-v0", "-f", d,
+     "--gym-packages", "gymjax", "-n", "200", "--no-render"])
 """, timeout_s=400),
     Case("rl-zoo3 train, SubprocVecEnv and a custom conf file", "rl_zoo3", """
 import subprocess, sys, tempfile, pathlib
 d = tempfile.mkdtemp()
 conf = pathlib.Path(d) / "conf.yml"
 conf.write_text("JaxCartPole-v0:\\n  n_envs: 2\\n  n_timesteps: !!float 2e3\\n  policy: 'MlpPolicy'\\n  n_steps: 64\\n")
-subprocess.run([sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "JaxCartPole-v0",
-                "--gym-packages", "gymjax", "-f", d, "--vec-env", "subproc", "-conf", str(conf)],
-               check=True, capture_output=True)
+done = subprocess.run([sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "JaxCartPole-v0",
+                       "--gym-packages", "gymjax", "-f", d, "--vec-env", "subproc", "-conf", str(conf)],
+                      capture_output=True, text=True)
+if done.returncode:
+    raise RuntimeError(done.stderr.strip().splitlines()[-1])
 """, timeout_s=400),
     # -- torchrl
     Case("torchrl check_env_specs(GymEnv), CartPole and Pendulum", "torchrl", """
@@ -210,25 +217,35 @@ env = GymWrapper(gymnasium.make_vec("JaxCartPole-v0", 4, vectorization_mode="vec
 check_env_specs(env)
 env.rollout(50, break_when_any_done=False)
 """),
-    # -- CleanRL (its scripts make envs by id; gymjax is imported first)
+    # -- CleanRL: single-file scripts, not a package (its PyPI release stops at Python 3.10); point
+    #    CLEANRL_DIR at a checkout's cleanrl/ folder. Its scripts make envs by id, gymjax imported first.
     Case("CleanRL ppo.py, JaxCartPole-v0", "cleanrl", """
-import runpy, sys, time
-sys.argv = ["ppo.py", "--env-id", "JaxCartPole-v0", "--total-timesteps", "2048", "--num-envs", "4"]
-start = time.time()
-runpy.run_module("cleanrl.ppo", run_name="__main__")
-print(f"NOTE: {2048 / (time.time() - start):.0f} SPS incl. start-up")
+import contextlib, io, runpy, sys
+sys.argv = ["ppo.py", "--env-id", "JaxCartPole-v0", "--total-timesteps", "8192", "--num-envs", "4"]
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo.py", run_name="__main__")
+sps = [line for line in out.getvalue().splitlines() if line.startswith("SPS:")]
+print("NOTE: CleanRL's own " + sps[-1])
 """, timeout_s=300),
     Case("CleanRL ppo.py, CartPole-v1 (reference)", "cleanrl", """
-import runpy, sys, time
-sys.argv = ["ppo.py", "--env-id", "CartPole-v1", "--total-timesteps", "2048", "--num-envs", "4"]
-start = time.time()
-runpy.run_module("cleanrl.ppo", run_name="__main__")
-print(f"NOTE: {2048 / (time.time() - start):.0f} SPS incl. start-up")
+import contextlib, io, runpy, sys
+sys.argv = ["ppo.py", "--env-id", "CartPole-v1", "--total-timesteps", "8192", "--num-envs", "4"]
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo.py", run_name="__main__")
+sps = [line for line in out.getvalue().splitlines() if line.startswith("SPS:")]
+print("NOTE: CleanRL's own " + sps[-1])
 """, timeout_s=300),
     Case("CleanRL ppo_continuous_action.py, JaxPendulum-v0", "cleanrl", """
 import runpy, sys
 sys.argv = ["ppo_continuous_action.py", "--env-id", "JaxPendulum-v0", "--total-timesteps", "2048"]
-runpy.run_module("cleanrl.ppo_continuous_action", run_name="__main__")
+runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo_continuous_action.py", run_name="__main__")
+""", timeout_s=300),
+    Case("CleanRL ppo_continuous_action.py, Pendulum-v1 (reference)", "cleanrl", """
+import runpy, sys
+sys.argv = ["ppo_continuous_action.py", "--env-id", "Pendulum-v1", "--total-timesteps", "2048"]
+runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo_continuous_action.py", run_name="__main__")
 """, timeout_s=300),
     # -- PettingZoo
     Case("PettingZoo parallel_api_test, seed test, render_test", "pettingzoo", """
@@ -249,8 +266,9 @@ def case_names() -> list[str]:
 
 def run_case(case: Case, timeout_s: float | None = None) -> dict:
     """Runs one case in a fresh process; ``status`` is pass, fail, hangs or skipped."""
-    if importlib.util.find_spec(case.client) is None:
-        return {"status": "skipped", "error": f"{case.client} is not installed", "seconds": 0.0, "notes": []}
+    missing = _missing(case.client)
+    if missing:
+        return {"status": "skipped", "error": missing, "seconds": 0.0, "notes": []}
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     with tempfile.TemporaryDirectory() as cwd:  # clients write logs and videos where they run
         program = pathlib.Path(cwd) / "case.py"
@@ -273,6 +291,14 @@ def run_case(case: Case, timeout_s: float | None = None) -> dict:
     else:
         status = "pass" if done.returncode == 0 else "fail"
     return {"status": status, "error": error, "seconds": seconds, "notes": notes}
+
+
+def _missing(client: str) -> str | None:
+    if client == "cleanrl":
+        folder = os.environ.get("CLEANRL_DIR", "")
+        ok = folder and os.path.isfile(os.path.join(folder, "ppo.py")) and importlib.util.find_spec("tyro")
+        return None if ok else "set CLEANRL_DIR to a CleanRL checkout's cleanrl/ folder (and pip install tyro)"
+    return None if importlib.util.find_spec(client) else f"{client} is not installed"
 
 
 def _first_error(stderr: str) -> str:
