@@ -57,11 +57,11 @@ from gymnasium.utils.env_checker import check_env
 for env_id in ["JaxCartPole-v0", "JaxPendulum-v0", "JaxInvertedPendulum-v0"]:
     check_env(gymnasium.make(env_id).unwrapped)
 check_env(gymnasium.make("JaxAnt-v0", engine="mujoco").unwrapped)
-""", cheap=True),
+"""),  # tests/wrappers/test_gymnasium.py runs check_env on every id already
     Case("gymnasium wrappers on make()", "gymnasium", """
 from gymnasium import wrappers as w
 import tempfile
-env = gymnasium.make("JaxInvertedPendulum-v0")
+env = gymnasium.make("JaxInvertedPendulum-v0", engine="mujoco")
 env = w.RecordEpisodeStatistics(w.NormalizeReward(w.NormalizeObservation(w.ClipAction(
     w.RescaleAction(w.FlattenObservation(env), -0.5, 0.5)))))
 env.reset(seed=0)
@@ -88,7 +88,7 @@ env.close()
 """),
     Case("gymnasium vector wrappers (NEXT_STEP), NumpyToTorch", "torch", """
 from gymnasium.wrappers import vector as vw
-envs = gymnasium.make_vec("JaxInvertedPendulum-v0", 4, autoreset_mode="next_step")
+envs = gymnasium.make_vec("JaxInvertedPendulum-v0", 4, autoreset_mode="next_step", engine="mujoco")
 envs = vw.NumpyToTorch(vw.DictInfoToList(vw.RecordEpisodeStatistics(vw.NormalizeReward(
     vw.NormalizeObservation(vw.ClipAction(vw.RescaleAction(envs, -0.5, 0.5)))))))
 import torch

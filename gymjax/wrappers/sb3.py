@@ -90,7 +90,8 @@ class SB3VecEnv(VecEnv):
         # Read by VecEnv.__init__ (get_attr("render_mode")), so set before it.
         self._env_attrs: list[dict[str, Any]] = [{"render_mode": render_mode} for _ in range(self.session.num_envs)]
         super().__init__(self.session.num_envs, base.observation_space, base.action_space)
-        self.metadata = dict(base.metadata)  # DummyVecEnv takes its envs' metadata
+        # DummyVecEnv takes its envs' metadata; SB3 shows "human" frames itself, from get_images.
+        self.metadata = {**base.metadata, "render_modes": self.session.render_modes(single=True)}
         self._stepping = False
         self.t_start = time.time()  # Monitor's clock, for episode["t"]
 

@@ -300,10 +300,15 @@ class Session:
         self._restarting = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
         self._packed = None  # the last step's results, packed for fetch()
 
-    def render_modes(self) -> list[str]:
-        """The env's modes; a single env that draws frames also shows them in a window ("human")."""
+    def render_modes(self, single: bool | None = None) -> list[str]:
+        """The env's modes; a single env that draws frames also shows them in a window ("human").
+
+        ``single=True`` gives a single env's modes whatever this session is (what each env of
+        a batch reports where a framework asks them one by one, as SB3's DummyVecEnv does).
+        """
         modes = list(self.base.metadata.get("render_modes", []))
-        if not self.batched and "rgb_array" in modes and "human" not in modes:
+        single = not self.batched if single is None else single
+        if single and "rgb_array" in modes and "human" not in modes:
             modes.append("human")
         return modes
 

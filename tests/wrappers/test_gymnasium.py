@@ -152,7 +152,9 @@ def test_bad_construction_and_seeds_are_clear_errors():
     with pytest.raises(ValueError, match="num_envs must be a positive int"):
         GymnasiumVectorEnv("JaxCartPole-v0", num_envs=0)
     with pytest.raises(ValueError, match="render_mode must be None or one of"):
-        GymnasiumEnv("JaxCartPole-v0", render_mode="human")
+        GymnasiumEnv("JaxCartPole-v0", render_mode="ansi")
+    with pytest.raises(ValueError, match="render_mode must be None or one of"):
+        GymnasiumVectorEnv("JaxCartPole-v0", 2, render_mode="human")  # one window per env: single envs only
     vec = gymnasium.make_vec("JaxCartPole-v0", num_envs=2)
     with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*32 - 1\], got -1"):
         vec.reset(seed=-1)
