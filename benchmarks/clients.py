@@ -113,7 +113,16 @@ if __name__ == "__main__":
         envs.step(envs.action_space.sample())
     envs.close()
 """, timeout_s=240),
-    Case("gymnasium make_vec async, fork (refused: points to spawn)", "gymnasium", """
+    Case("gymnasium make_vec async, fork", "gymnasium", """
+envs = gymnasium.make_vec("JaxCartPole-v0", 2, vectorization_mode="async")  # building an env starts no JAX
+envs.reset(seed=0)
+for _ in range(20):
+    envs.step(envs.action_space.sample())
+envs.close()
+""", timeout_s=120, cheap=True),
+    Case("gymnasium make_vec async, fork after JAX ran (refused: points to spawn)", "gymnasium", """
+import jax
+jax.numpy.zeros(1).block_until_ready()  # JAX's threads are running: a forked child would hang
 envs = gymnasium.make_vec("JaxCartPole-v0", 2, vectorization_mode="async")
 envs.reset(seed=0)
 """, expect_error="forked after JAX started", cheap=True),

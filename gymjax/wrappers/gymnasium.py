@@ -22,13 +22,13 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from gymjax.core import Env
-from gymjax.wrappers.session import HostStep, Session, check_action, check_seed
+from gymjax.wrappers.session import HostStep, Presenter, Session, check_action, check_seed
 from gymjax.wrappers.training import AutoResetMode, RandomizationFn
 
 _GYMNASIUM_MODES = {AutoResetMode.SAME_STEP: AutoresetMode.SAME_STEP, AutoResetMode.NEXT_STEP: AutoresetMode.NEXT_STEP}
 
 
-class GymnasiumEnv(gymnasium.Env):
+class GymnasiumEnv(Presenter, gymnasium.Env):
     """One gymjax env behind Gymnasium's ``Env`` API (NumPy float32 observations).
 
     Args:
@@ -77,15 +77,6 @@ class GymnasiumEnv(gymnasium.Env):
         self.metadata = {**base.metadata, "render_modes": self.session.render_modes()}
         self.observation_space = base.observation_space
         self.action_space = base.action_space
-
-    @property
-    def jax_env(self) -> Env:
-        """The JAX env this adapter steps (the base env and the wrappers asked for)."""
-        return self.session.jax_env
-
-    @property
-    def state(self):
-        return self.session.state
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """``options`` are accepted and ignored, as Gymnasium's MuJoCo envs do."""
@@ -151,7 +142,7 @@ class GymnasiumEnv(gymnasium.Env):
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}") from None
 
 
-class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
+class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
     """``num_envs`` gymjax envs stepped by one jitted call (Gymnasium ``VectorEnv``).
 
     Args:
@@ -206,14 +197,6 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = base.action_space
         self.observation_space = batch_space(base.observation_space, self.num_envs)
         self.action_space = batch_space(base.action_space, self.num_envs)
-
-    @property
-    def jax_env(self) -> Env:
-        return self.session.jax_env
-
-    @property
-    def state(self):
-        return self.session.state
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         """``options`` are accepted and ignored, as Gymnasium's MuJoCo envs do."""

@@ -36,7 +36,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from gymjax.core import Env, Wrapper
-from gymjax.wrappers.session import Session, check_action
+from gymjax.wrappers.session import Presenter, Session, check_action
 from gymjax.wrappers.training import RandomizationFn
 
 # What a DummyVecEnv of Monitor(gymnasium.make(id)) envs has around each env, and
@@ -44,7 +44,7 @@ from gymjax.wrappers.training import RandomizationFn
 BUILT_IN_WRAPPERS = (Monitor, gymnasium.wrappers.TimeLimit)
 
 
-class SB3VecEnv(VecEnv):
+class SB3VecEnv(Presenter, VecEnv):
     """``num_envs`` gymjax envs as one SB3 ``VecEnv``, stepped by one jitted call.
 
     Args:
@@ -94,14 +94,6 @@ class SB3VecEnv(VecEnv):
         self.metadata = {**base.metadata, "render_modes": self.session.render_modes(single=True)}
         self._stepping = False
         self.t_start = time.time()  # Monitor's clock, for episode["t"]
-
-    @property
-    def jax_env(self) -> Env:
-        return self.session.jax_env
-
-    @property
-    def state(self):
-        return self.session.state
 
     def reset(self) -> np.ndarray:
         """Env ``i`` is seeded as ``seed(s)`` asked (``s + i``), or continues its own stream."""

@@ -236,6 +236,22 @@ def refuse_forked_child() -> None:
         )
 
 
+class Presenter:
+    """What every adapter shows of its :class:`Session`: the JAX env it steps and that env's state."""
+
+    session: Session
+
+    @property
+    def jax_env(self) -> Env:
+        """The JAX env the adapter steps: the base env and the wrappers its options asked for."""
+        return self.session.jax_env
+
+    @property
+    def state(self) -> State | None:
+        """The batch's (or the single env's) JAX state; None before the first reset."""
+        return self.session.state
+
+
 class Session:
     """``num_envs`` jitted envs (or one, unbatched) and their host-side state.
 
@@ -281,20 +297,14 @@ class Session:
         self._window = _Window(self.base.metadata.get("render_fps", 30)) if render_mode == "human" else None
         self.size = (width, height)
         self.autoreset_mode = AutoResetMode.of(autoreset_mode)
-        self._options = dict(
-            max_episode_steps=max_episode_steps,
-            time_limit=time_limit,
-            action_repeat=action_repeat,
-            randomization_fn=randomization_fn,
-        )
-        self.jax_env = self._stack(**self._options)
+        self.jax_env = self._stack(max_episode_steps, time_limit, action_repeat, randomization_fn)
         self.max_episode_steps = getattr(self.jax_env, "max_episode_steps", None) if self._limited else None
-        info = jax.eval_shape(self.base.reset, jax.random.PRNGKey(0)).info
-        self.info_keys = tuple(info)
+        self._compile()
+        # info holds the env's own keys only: the traced start shows them all.
+        self.info_keys = tuple(self._start_shapes.info)
         reset_keys = self.base.reset_info_keys or self.info_keys
         self.reset_info_keys = tuple(k for k in self.info_keys if k in reset_keys)
         self.step_only_keys = tuple(k for k in self.info_keys if k not in reset_keys)
-        self._compile()
         self.state: State | None = None
         self._key: jax.Array | None = None  # a single env's key stream (a batch keeps its own in JAX)
         self._restarting = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
@@ -337,6 +347,7 @@ class Session:
             jax.ShapeDtypeStruct((n,), jnp.bool_),
             jax.ShapeDtypeStruct((n, *self._key_shape()), jnp.uint32),
         )
+        self._start_shapes = starts[0]
         self._packer = _Packer(jax.eval_shape(self._host_view, starts[0]))
         self._step_host = jax.jit(self._step_and_pack)
 
@@ -483,7 +494,7 @@ class Session:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for name in ("_start", "_step", "_step_host", "_set_state", "_packer", "_packed"):
+        for name in ("_start", "_step", "_step_host", "_set_state", "_packer", "_packed", "_start_shapes"):
             state.pop(name)
         state["_window"] = None if self._window is None else _Window(self._window.fps)
         state["state"] = jax.device_get(self.state)
