@@ -20,6 +20,12 @@ from flax import struct
 Params = TypeVar("Params")
 
 
+# The version of State's pytree layout. Checkpoints of a training run carry the env's state,
+# so they record it: a run saved under another layout cannot resume (its policy still loads).
+# 1: wrapper bookkeeping in info and metrics (to gymjax 0.1's issue 12); 2: typed fields.
+STATE_LAYOUT = 2
+
+
 @struct.dataclass
 class EpisodeStatistics:
     """The episode in progress (kept by :class:`~gymjax.wrappers.EpisodeWrapper`).

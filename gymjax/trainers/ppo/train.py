@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from gymjax import envs
 from gymjax.core import Env, State
+from gymjax.core.env import STATE_LAYOUT
 from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
 from gymjax.trainers.ppo import acting, memory
@@ -385,6 +386,7 @@ class PPOTrainer:
             "obs_size": self.networks.obs_size,
             "action_space": describe_action_space(self.env.action_space),
             "env_id": self.env_id,
+            "state_layout": STATE_LAYOUT,
         }
         host = {
             "params": params,
@@ -403,6 +405,13 @@ class PPOTrainer:
 
         Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
         """
+        layout = meta.get("state_layout", 1)  # checkpoints before the layout was recorded hold layout 1
+        if layout != STATE_LAYOUT:
+            raise ckpt.IncompatibleCheckpoint(
+                f"cannot resume: the checkpoint was written by an earlier gymjax whose env state had another "
+                f"layout ({layout}; this gymjax's is {STATE_LAYOUT}). Its policy still loads (gymjax eval, "
+                "gymjax render, load_policy); to train on, start a new run"
+            )
         saved = PPOConfig.from_dict(meta["config"])
         for name in ("num_envs", "policy_hidden_sizes", "value_hidden_sizes", "activation", "policy_distribution"):
             if getattr(saved, name) != getattr(self.config, name):
