@@ -68,3 +68,22 @@ def test_results_do_not_depend_on_which_thread_steps_which_env(ant_model):
         results.append(words)
         physics.close()
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_a_model_with_sensors_resets_through_mj_forward(ant_model):
+    """An accelerometer makes mj_forward fill cfrc_ext (mj_rnePostConstraint): the reset must
+    then run the full sequence, and still equal it."""
+    spec = mujoco.MjSpec.from_file(gymjax.make("JaxAnt-v0", backend="mujoco").xml_path)
+    spec.body("torso").add_site(name="imu")
+    spec.add_sensor(type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
+    model = spec.compile()
+    physics = HostPhysics(model, frame_skip=5, nthread=2)
+    qpos, qvel = _start(model, 8, seed=3)
+    words = physics.split(physics.init(qpos, qvel, {}))
+    reference = _reference_reset(model, qpos, qvel)
+    assert any(cfrc.any() for _, _, cfrc in reference)  # the case the shortcut would get wrong
+    for i, (state, xpos, cfrc) in enumerate(reference):
+        np.testing.assert_array_equal(words.state[i].view(np.float64), state)
+        np.testing.assert_array_equal(words.xpos[i], xpos.astype(np.float32))
+        np.testing.assert_array_equal(words.cfrc_ext[i], cfrc.astype(np.float32))
+    physics.close()
