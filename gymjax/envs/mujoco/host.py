@@ -321,6 +321,11 @@ def _batched_callback(host_fn, words: int, *args) -> jax.Array:
     return jax.pure_callback(flat, out_shape, *args, vmap_method="broadcast_all")
 
 
+def _as_words(x: jax.Array) -> jax.Array:
+    """``x`` (uint32 or float32) as uint32, bit for bit."""
+    return x if x.dtype == jnp.uint32 else jax.lax.bitcast_convert_type(x, jnp.uint32)
+
+
 def _no_gradient(fn):
     """``fn`` with a JVP rule that raises :class:`NotDifferentiableError`.
 
@@ -387,16 +392,27 @@ class HostBackend:
         return self._call("step", data.state, jnp.asarray(ctrl, jnp.float32), fields)
 
     def _call(self, method: str, first: jax.Array, second: jax.Array, fields: dict[str, jax.Array]):
-        names = tuple(fields)
+        """One callback of ``method(first, second, fields)``.
 
-        def host(n, first, second, *values):
-            # Copies: MuJoCo reads arrays that view XLA's buffers at half speed
+        ``first`` (uint32 or float32) and ``second`` (float32) travel as one uint32 array,
+        bit for bit: JAX device-puts each argument of a ``pure_callback`` before calling it,
+        and one argument fewer took 50-90 us off each call at 16 Ants.
+        """
+        names = tuple(fields)
+        width = first.shape[-1]
+        first_is_float = first.dtype == jnp.float32
+
+        def host(n, packed, *values):
+            # A copy: MuJoCo reads arrays that view XLA's buffers at half speed
             # (measured: 256 Ant steps took 2x as long); a copy costs microseconds.
-            first, second = np.array(first).reshape(n, -1), np.array(second).reshape(n, -1)
-            return getattr(self.physics, method)(first, second, self._fields(n, names, values))
+            packed = np.array(packed).reshape(n, -1)
+            head, tail = packed[:, :width], packed[:, width:].view(np.float32)
+            head = head.view(np.float32) if first_is_float else head
+            return getattr(self.physics, method)(head, tail, self._fields(n, names, values))
 
         def call(first, second, *values):
-            return _batched_callback(host, self.words, first, second, *values)
+            packed = jnp.concatenate([_as_words(first), _as_words(second)], axis=-1)
+            return _batched_callback(host, self.words, packed, *values)
 
         return self._unpack(_no_gradient(call)(first, second, *fields.values()))
 
