@@ -151,11 +151,17 @@ def _traceback_summary(stderr: str) -> tuple[str, str | None]:
 
 
 def _short_path(path: str) -> str:
-    path = re.sub(r"^.*/lib/(python3\.\d+)/(?!site-packages)", r"\1/", path)  # the standard library
-    for marker in ("site-packages/", "/gymjax/", "/benchmarks/"):
-        if marker in path:
-            return (marker.strip("/") + "/" if marker != "site-packages/" else "") + path.split(marker, 1)[1]
-    return path
+    """``path`` relative to this checkout, site-packages or the standard library."""
+    if path.startswith(str(ROOT) + os.sep):
+        return path[len(str(ROOT)) + 1 :]
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1]
+    path = re.sub(r"^.*/lib/(python3\.\d+)/", r"\1/", path)  # the standard library
+    return path.replace(str(pathlib.Path.home()), "~")
+
+
+def _is_gymjax(path: str) -> bool:
+    return path.startswith(str(ROOT / "gymjax") + os.sep) or "site-packages/gymjax/" in path
 
 
 # ---------------------------------------------------------------- Gymnasium
@@ -196,10 +202,18 @@ def gymnasium_record_video(env_id: str):
     _require(bool(videos), f"no .mp4 in {folder}")
 
 
-def gymnasium_vector_wrapper(env_id: str, wrapper: str, *args):
+def gymnasium_vector_wrapper(env_id: str, wrapper: str, *args, autoreset_mode: str | None = None):
+    """``wrapper`` on gymjax's vector env (or, for a Gymnasium id, on SyncVectorEnv), random steps."""
+    import gymnasium
     from gymnasium.wrappers import vector
 
-    envs = getattr(vector, wrapper)(_make_vec(env_id), *args)
+    if env_id.startswith("Jax"):
+        kwargs = {"autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode]} if autoreset_mode else {}
+        envs = _make_vec(env_id, **kwargs)
+    else:
+        envs = gymnasium.make_vec(env_id, 4, vectorization_mode="sync", vector_kwargs={
+            "autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode or "NEXT_STEP"]})
+    envs = getattr(vector, wrapper)(envs, *args)
     to_action = lambda a: a  # noqa: E731
     if wrapper == "NumpyToTorch":
         import torch
@@ -348,7 +362,7 @@ def sb3_vec_wrapper(env_id: str, wrapper: str):
 
     envs = make_vec_env(env_id, n_envs=2)
     envs = VecNormalize(envs) if wrapper == "VecNormalize" else VecFrameStack(envs, n_stack=4)
-    PPO("MlpPolicy", envs, n_steps=128, batch_size=64, seed=0).learn(512)
+    PPO("MlpPolicy", envs, n_steps=128, batch_size=128, n_epochs=2, seed=0).learn(512)
 
 
 def sb3_video_recorder(env_id: str):
@@ -376,7 +390,7 @@ def sb3_save_load(env_id: str):
     import gymjax  # noqa: F401
 
     envs = make_vec_env(env_id, n_envs=2)
-    model = PPO("MlpPolicy", envs, n_steps=128, batch_size=64, seed=0).learn(256)
+    model = PPO("MlpPolicy", envs, n_steps=128, batch_size=128, n_epochs=2, seed=0).learn(256)
     path = pathlib.Path(tempfile.mkdtemp()) / "model.zip"
     model.save(path)
     loaded = PPO.load(path, env=envs)
@@ -391,7 +405,7 @@ def sb3_gymjax_vec_env(env_id: str):
 
     from gymjax.wrappers.sb3 import SB3VecEnv
 
-    PPO("MlpPolicy", SB3VecEnv(env_id, 8), n_steps=64, batch_size=128, seed=0).learn(1024)
+    PPO("MlpPolicy", SB3VecEnv(env_id, 8), n_steps=64, batch_size=256, n_epochs=2, seed=0).learn(1024)
 
 
 # ---------------------------------------------------------------- rl-baselines3-zoo
@@ -579,7 +593,17 @@ def _cases() -> list[Case]:
         cases.append(Case(gym, f"wrappers.vector.{wrapper}(make_vec(id, 4, 'vector_entry_point'))", env_id,
                           P(gymnasium_vector_wrapper, env_id, wrapper, *args),
                           needs=torch if wrapper == "NumpyToTorch" else (),
-                          cheap=wrapper in ("NormalizeObservation", "DictInfoToList")))
+                          cheap=wrapper == "NormalizeObservation"))
+    # gymjax's vector env autoresets SAME_STEP by default, SyncVectorEnv NEXT_STEP: the README's advice
+    # for these wrappers, and Gymnasium's own SyncVectorEnv in SAME_STEP mode as the reference.
+    for wrapper, env_id, mode, needs in [
+            ("NormalizeObservation", "JaxCartPole-v0", "NEXT_STEP", ()),
+            ("NumpyToTorch", "JaxCartPole-v0", "NEXT_STEP", torch),
+            ("NumpyToTorch", "CartPole-v1", "SAME_STEP", torch)]:
+        how = ("make_vec(id, 4, 'vector_entry_point', autoreset_mode=NEXT_STEP)" if env_id.startswith("Jax")
+               else f"make_vec(id, 4, 'sync', vector_kwargs={{'autoreset_mode': {mode}}}) (reference)")
+        cases.append(Case(gym, f"wrappers.vector.{wrapper}({how})", env_id,
+                          P(gymnasium_vector_wrapper, env_id, wrapper, autoreset_mode=mode), needs=needs))
     cases += [
         Case(gym, "make_vec(id, 2, vectorization_mode='sync')", "JaxCartPole-v0",
              P(gymnasium_make_vec, "JaxCartPole-v0", "sync"), cheap=True),
@@ -624,33 +648,33 @@ def _cases() -> list[Case]:
              P(sb3_check_env, "JaxPendulum-v0"), sb3_needs),
         Case(sb3, "make_vec_env(id, n_envs=2), random steps", "JaxCartPole-v0",
              P(sb3_make_vec_env, "JaxCartPole-v0"), sb3_needs, cheap=True),
-        Case(sb3, "PPO('MlpPolicy', id).learn(2048)", "JaxCartPole-v0",
-             P(sb3_learn, "PPO", "JaxCartPole-v0", 2048), sb3_needs),
-        Case(sb3, "A2C('MlpPolicy', id).learn(2000)", "JaxCartPole-v0",
-             P(sb3_learn, "A2C", "JaxCartPole-v0"), sb3_needs),
-        Case(sb3, "SAC('MlpPolicy', id).learn(2000)", "JaxPendulum-v0",
-             P(sb3_learn, "SAC", "JaxPendulum-v0"), sb3_needs, timeout_s=240),
-        Case(sb3, "VecNormalize(make_vec_env(id, 2)) + PPO", "JaxPendulum-v0",
-             P(sb3_vec_wrapper, "JaxPendulum-v0", "VecNormalize"), sb3_needs, cheap=True),
-        Case(sb3, "VecFrameStack(make_vec_env(id, 2), 4) + PPO", "JaxCartPole-v0",
+        # Fewer updates than SB3's defaults: on 2 busy cores SAC's default (one gradient step per env
+        # step) runs ~6 updates/s whatever the env (Gymnasium's Pendulum-v1 included).
+        Case(sb3, "PPO('MlpPolicy', id, n_steps=512, batch_size=128, n_epochs=4).learn(2048)", "JaxCartPole-v0",
+             P(sb3_learn, "PPO", "JaxCartPole-v0", 2048, n_steps=512, batch_size=128, n_epochs=4), sb3_needs),
+        Case(sb3, "A2C('MlpPolicy', id, n_steps=50).learn(2000)", "JaxCartPole-v0",
+             P(sb3_learn, "A2C", "JaxCartPole-v0", n_steps=50), sb3_needs),
+        Case(sb3, "SAC('MlpPolicy', id, learning_starts=200, train_freq=16).learn(2000)", "JaxPendulum-v0",
+             P(sb3_learn, "SAC", "JaxPendulum-v0", learning_starts=200, train_freq=16), sb3_needs, timeout_s=240),
+        Case(sb3, "VecNormalize(make_vec_env(id, 2)) + PPO(n_epochs=2).learn(512)", "JaxPendulum-v0",
+             P(sb3_vec_wrapper, "JaxPendulum-v0", "VecNormalize"), sb3_needs),
+        Case(sb3, "VecFrameStack(make_vec_env(id, 2), 4) + PPO(n_epochs=2).learn(512)", "JaxCartPole-v0",
              P(sb3_vec_wrapper, "JaxCartPole-v0", "VecFrameStack"), sb3_needs),
         Case(sb3, "VecVideoRecorder(make_vec_env(id, 2, render_mode='rgb_array'))", "JaxCartPole-v0",
              P(sb3_video_recorder, "JaxCartPole-v0"), sb3_needs + moviepy),
         Case(sb3, "PPO save / load / evaluate_policy", "JaxCartPole-v0",
              P(sb3_save_load, "JaxCartPole-v0"), sb3_needs),
-        Case(sb3, "PPO on gymjax.wrappers.sb3.SB3VecEnv(id, 8)", "JaxCartPole-v0",
+        Case(sb3, "PPO(n_epochs=2).learn(1024) on gymjax.wrappers.sb3.SB3VecEnv(id, 8)", "JaxCartPole-v0",
              P(sb3_gymjax_vec_env, "JaxCartPole-v0"), sb3_needs, cheap=True),
     ]
     zoo_needs = ("rl_zoo3",)
     cases += [
-        Case(zoo, "rl_zoo3.train --algo ppo -n 2000 --gym-packages gymjax", "JaxCartPole-v0",
-             P(zoo_train, "JaxCartPole-v0"), zoo_needs, timeout_s=240),
+        Case(zoo, "rl_zoo3.train --algo ppo -n 2000 --gym-packages gymjax, then rl_zoo3.enjoy -n 300 --no-render",
+             "JaxCartPole-v0", P(zoo_train, "JaxCartPole-v0", enjoy=True), zoo_needs, timeout_s=300),
         Case(zoo, "rl_zoo3.train ... --vec-env subproc", "JaxCartPole-v0",
              P(zoo_train, "JaxCartPole-v0", "--vec-env", "subproc"), zoo_needs, timeout_s=240),
         Case(zoo, "rl_zoo3.train ... -conf my.yml", "JaxCartPole-v0",
              P(zoo_train, "JaxCartPole-v0", conf=True), zoo_needs, timeout_s=240),
-        Case(zoo, "rl_zoo3.train, then rl_zoo3.enjoy -n 300 --no-render", "JaxCartPole-v0",
-             P(zoo_train, "JaxCartPole-v0", enjoy=True), zoo_needs, timeout_s=300),
     ]
     trl_needs = ("torchrl",)
     cases += [
@@ -800,7 +824,7 @@ def _raise_site(exc: BaseException) -> str | None:
     if not frames:
         return None
     site = lambda f: f"{_short_path(f.filename)}:{f.lineno} in {f.name}"  # noqa: E731
-    ours = [f for f in frames if "/gymjax/" in f.filename]
+    ours = [f for f in frames if _is_gymjax(f.filename)]
     text = site(frames[-1])
     if ours and ours[-1] is not frames[-1]:
         text += f" (via {site(ours[-1])})"
