@@ -59,6 +59,7 @@ class Case:
     env_id: str
     run: Callable[[], Any]
     needs: tuple[str, ...] = ()  # modules that must be importable, else the case is skipped
+    cleanrl: str | None = None  # where CleanRL's scripts come from: "pypi" or "CLEANRL_DIR"
     timeout_s: float = 120
     cheap: bool = False  # run in CI by tests/test_clients.py (~3-5 s each)
 
@@ -100,7 +101,7 @@ def _random_steps(env, steps: int = STEPS) -> int:
     env.action_space.seed(0)
     ended = 0
     for _ in range(steps):
-        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
         if terminated or truncated:
             ended += 1
             env.reset()
@@ -128,7 +129,9 @@ def _require(condition: bool, message: str) -> None:
 
 def _cli(args: list[str], timeout_s: float = 300) -> str:
     """Runs a client's command line (``python -m ...``); raises with the client's own error line."""
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout_s)
+    done = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout_s, check=False
+    )
     if done.returncode:
         line, origin = _traceback_summary(done.stderr)
         raise ClientProcessError(f"`{' '.join(args[:2])}` exited {done.returncode}: {line}", origin)
@@ -211,10 +214,14 @@ def gymnasium_vector_wrapper(env_id: str, wrapper: str, *args, autoreset_mode: s
         kwargs = {"autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode]} if autoreset_mode else {}
         envs = _make_vec(env_id, **kwargs)
     else:
-        envs = gymnasium.make_vec(env_id, 4, vectorization_mode="sync", vector_kwargs={
-            "autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode or "NEXT_STEP"]})
+        envs = gymnasium.make_vec(
+            env_id,
+            4,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode or "NEXT_STEP"]},
+        )
     envs = getattr(vector, wrapper)(envs, *args)
-    to_action = lambda a: a  # noqa: E731
+    to_action = lambda a: a
     if wrapper == "NumpyToTorch":
         import torch
 
@@ -224,11 +231,15 @@ def gymnasium_vector_wrapper(env_id: str, wrapper: str, *args, autoreset_mode: s
     if wrapper == "RecordEpisodeStatistics":
         _require(any("episode" in info for info in infos), "no info['episode'] in any step")
     if wrapper == "DictInfoToList":
-        _require(all(isinstance(info, list) and len(info) == 4 for info in infos), "infos are not a list of 4")
+        _require(
+            all(isinstance(info, list) and len(info) == 4 for info in infos), "infos are not a list of 4"
+        )
     envs.close()
 
 
-def gymnasium_make_vec(env_id: str, mode: str, vector_kwargs: dict | None = None, jax_ran_first: bool = False):
+def gymnasium_make_vec(
+    env_id: str, mode: str, vector_kwargs: dict | None = None, jax_ran_first: bool = False
+):
     import gymnasium
 
     import gymjax  # noqa: F401
@@ -265,7 +276,7 @@ def gymnasium_clone(env_id: str, how: str, **kwargs):
         _require(np.allclose(ours, theirs), "the clone's observations differ from the original's")
 
 
-# Ant-v5's values for what Gymnasium MuJoCo users read on env.unwrapped.
+# What Gymnasium MuJoCo users read on env.unwrapped, compared with Ant-v5's.
 ANT_V5_ATTRIBUTES = ("model", "data", "dt", "frame_skip", "init_qpos", "init_qvel", "state_vector()")
 
 
@@ -310,7 +321,10 @@ def gymnasium_render_option(env_id: str, **options):
     env.reset(seed=0)
     env.step(env.action_space.sample())
     frame = env.render()
-    _require(isinstance(frame, np.ndarray) and frame.shape == (48, 64, 3), f"frame: {getattr(frame, 'shape', frame)}")
+    _require(
+        isinstance(frame, np.ndarray) and frame.shape == (48, 64, 3),
+        f"frame: {getattr(frame, 'shape', frame)}",
+    )
     env.close()
 
 
@@ -395,8 +409,10 @@ def sb3_save_load(env_id: str):
     model.save(path)
     loaded = PPO.load(path, env=envs)
     obs = envs.reset()
-    _require((loaded.predict(obs, deterministic=True)[0] == model.predict(obs, deterministic=True)[0]).all(),
-             "the loaded model acts differently")
+    _require(
+        (loaded.predict(obs, deterministic=True)[0] == model.predict(obs, deterministic=True)[0]).all(),
+        "the loaded model acts differently",
+    )
     evaluate_policy(loaded, envs, n_eval_episodes=2)
 
 
@@ -422,16 +438,46 @@ JaxCartPole-v0:
 
 def zoo_train(env_id: str, *extra: str, enjoy: bool = False, conf: bool = False):
     folder = tempfile.mkdtemp()
-    args = ["-m", "rl_zoo3.train", "--algo", "ppo", "--env", env_id, "-n", "2000", "--gym-packages", "gymjax",
-            "-f", folder, "--seed", "0", *extra]
+    args = [
+        "-m",
+        "rl_zoo3.train",
+        "--algo",
+        "ppo",
+        "--env",
+        env_id,
+        "-n",
+        "2000",
+        "--gym-packages",
+        "gymjax",
+        "-f",
+        folder,
+        "--seed",
+        "0",
+        *extra,
+    ]
     if conf:
         path = pathlib.Path(folder) / "my.yml"
         path.write_text(ZOO_CONF)
         args += ["-conf", str(path)]
     _cli(args)
     if enjoy:
-        _cli(["-m", "rl_zoo3.enjoy", "--algo", "ppo", "--env", env_id, "-f", folder, "--gym-packages", "gymjax",
-              "-n", "300", "--no-render"])
+        _cli(
+            [
+                "-m",
+                "rl_zoo3.enjoy",
+                "--algo",
+                "ppo",
+                "--env",
+                env_id,
+                "-f",
+                folder,
+                "--gym-packages",
+                "gymjax",
+                "-n",
+                "300",
+                "--no-render",
+            ]
+        )
 
 
 # ---------------------------------------------------------------- torchrl
@@ -470,8 +516,22 @@ def cleanrl_folder(source: str) -> pathlib.Path | None:
 
         download = pathlib.Path(tempfile.mkdtemp())
         # The wheel says Requires-Python <3.11, but its scripts are plain files a user copies out.
-        done = subprocess.run([sys.executable, "-m", "pip", "download", f"cleanrl=={CLEANRL_RELEASE}", "--no-deps",
-                               "--ignore-requires-python", "-q", "-d", str(download)], capture_output=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"cleanrl=={CLEANRL_RELEASE}",
+                "--no-deps",
+                "--ignore-requires-python",
+                "-q",
+                "-d",
+                str(download),
+            ],
+            capture_output=True,
+            check=False,
+        )
         wheels = list(download.glob("cleanrl-*.whl"))
         if done.returncode or not wheels:
             return None
@@ -555,9 +615,15 @@ def single_env_speed(ours_id: str, ours_kwargs: dict, reference_id: str, steps: 
     for _ in range(rounds):
         a.append(rate(ours, actions))
         b.append(rate(reference, actions))
-    return {"gymjax": statistics.median(a), "gymnasium": statistics.median(b),
-            "ratio": statistics.median(a) / statistics.median(b), "steps": steps, "rounds": rounds,
-            "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
+    return {
+        "gymjax": statistics.median(a),
+        "gymnasium": statistics.median(b),
+        "ratio": statistics.median(a) / statistics.median(b),
+        "steps": steps,
+        "rounds": rounds,
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+    }
 
 
 # ---------------------------------------------------------------- the cases
@@ -570,154 +636,415 @@ C_ANT = {"backend": "mujoco"}  # MuJoCo's C engine: MJX's first Ant compile cost
 def _cases() -> list[Case]:
     gym, sb3, zoo, trl, pz = "Gymnasium", "SB3", "rl-zoo3", "torchrl", "PettingZoo"
     moviepy, torch = ("moviepy",), ("torch",)
-    cases = [Case(gym, "check_env(make(id).unwrapped)", i, P(gymnasium_check_env, i),
-                  timeout_s=300 if i == "JaxAnt-v0" else 120, cheap=i == "JaxCartPole-v0")
-             for i in SINGLE_AGENT_IDS]
-    for wrapper, env_id, args in [("RecordEpisodeStatistics", "JaxCartPole-v0", ()),
-                                  ("NormalizeReward", "JaxCartPole-v0", ()),
-                                  ("NormalizeObservation", "JaxCartPole-v0", ()),
-                                  ("ClipAction", "JaxPendulum-v0", ()),
-                                  ("RescaleAction", "JaxPendulum-v0", (-0.5, 0.5)),
-                                  ("FlattenObservation", "JaxCartPole-v0", ())]:
-        cases.append(Case(gym, f"wrappers.{wrapper}(make(id){''.join(f', {a}' for a in args)})", env_id,
-                          P(gymnasium_wrapper, env_id, wrapper, *args), cheap=wrapper == "RecordEpisodeStatistics"))
-    cases.append(Case(gym, "wrappers.RecordVideo(make(id, render_mode='rgb_array'), tmp)", "JaxCartPole-v0",
-                      P(gymnasium_record_video, "JaxCartPole-v0"), needs=moviepy))
-    for wrapper, env_id, args in [("RecordEpisodeStatistics", "JaxCartPole-v0", ()),
-                                  ("NormalizeObservation", "JaxCartPole-v0", ()),
-                                  ("NormalizeReward", "JaxCartPole-v0", ()),
-                                  ("ClipAction", "JaxPendulum-v0", ()),
-                                  ("RescaleAction", "JaxPendulum-v0", (-0.5, 0.5)),
-                                  ("DictInfoToList", "JaxCartPole-v0", ()),
-                                  ("NumpyToTorch", "JaxCartPole-v0", ())]:
-        cases.append(Case(gym, f"wrappers.vector.{wrapper}(make_vec(id, 4, 'vector_entry_point'))", env_id,
-                          P(gymnasium_vector_wrapper, env_id, wrapper, *args),
-                          needs=torch if wrapper == "NumpyToTorch" else (),
-                          cheap=wrapper == "NormalizeObservation"))
+    cases = [
+        Case(
+            gym,
+            "check_env(make(id).unwrapped)",
+            i,
+            P(gymnasium_check_env, i),
+            timeout_s=300 if i == "JaxAnt-v0" else 120,
+            cheap=i == "JaxCartPole-v0",
+        )
+        for i in SINGLE_AGENT_IDS
+    ]
+    for wrapper, env_id, args in [
+        ("RecordEpisodeStatistics", "JaxCartPole-v0", ()),
+        ("NormalizeReward", "JaxCartPole-v0", ()),
+        ("NormalizeObservation", "JaxCartPole-v0", ()),
+        ("ClipAction", "JaxPendulum-v0", ()),
+        ("RescaleAction", "JaxPendulum-v0", (-0.5, 0.5)),
+        ("FlattenObservation", "JaxCartPole-v0", ()),
+    ]:
+        cases.append(
+            Case(
+                gym,
+                f"wrappers.{wrapper}(make(id){''.join(f', {a}' for a in args)})",
+                env_id,
+                P(gymnasium_wrapper, env_id, wrapper, *args),
+                cheap=wrapper == "RecordEpisodeStatistics",
+            )
+        )
+    cases.append(
+        Case(
+            gym,
+            "wrappers.RecordVideo(make(id, render_mode='rgb_array'), tmp)",
+            "JaxCartPole-v0",
+            P(gymnasium_record_video, "JaxCartPole-v0"),
+            needs=moviepy,
+        )
+    )
+    for wrapper, env_id, args in [
+        ("RecordEpisodeStatistics", "JaxCartPole-v0", ()),
+        ("NormalizeObservation", "JaxCartPole-v0", ()),
+        ("NormalizeReward", "JaxCartPole-v0", ()),
+        ("ClipAction", "JaxPendulum-v0", ()),
+        ("RescaleAction", "JaxPendulum-v0", (-0.5, 0.5)),
+        ("DictInfoToList", "JaxCartPole-v0", ()),
+        ("NumpyToTorch", "JaxCartPole-v0", ()),
+    ]:
+        cases.append(
+            Case(
+                gym,
+                f"wrappers.vector.{wrapper}(make_vec(id, 4, 'vector_entry_point'))",
+                env_id,
+                P(gymnasium_vector_wrapper, env_id, wrapper, *args),
+                needs=torch if wrapper == "NumpyToTorch" else (),
+                cheap=wrapper == "NormalizeObservation",
+            )
+        )
     # gymjax's vector env autoresets SAME_STEP by default, SyncVectorEnv NEXT_STEP: the README's advice
     # for these wrappers, and Gymnasium's own SyncVectorEnv in SAME_STEP mode as the reference.
     for wrapper, env_id, mode, needs in [
-            ("NormalizeObservation", "JaxCartPole-v0", "NEXT_STEP", ()),
-            ("NumpyToTorch", "JaxCartPole-v0", "NEXT_STEP", torch),
-            ("NumpyToTorch", "CartPole-v1", "SAME_STEP", torch)]:
-        how = ("make_vec(id, 4, 'vector_entry_point', autoreset_mode=NEXT_STEP)" if env_id.startswith("Jax")
-               else f"make_vec(id, 4, 'sync', vector_kwargs={{'autoreset_mode': {mode}}}) (reference)")
-        cases.append(Case(gym, f"wrappers.vector.{wrapper}({how})", env_id,
-                          P(gymnasium_vector_wrapper, env_id, wrapper, autoreset_mode=mode), needs=needs))
+        ("NormalizeObservation", "JaxCartPole-v0", "NEXT_STEP", ()),
+        ("NumpyToTorch", "JaxCartPole-v0", "NEXT_STEP", torch),
+        ("NumpyToTorch", "CartPole-v1", "SAME_STEP", torch),
+    ]:
+        how = (
+            "make_vec(id, 4, 'vector_entry_point', autoreset_mode=NEXT_STEP)"
+            if env_id.startswith("Jax")
+            else f"make_vec(id, 4, 'sync', vector_kwargs={{'autoreset_mode': {mode}}}) (reference)"
+        )
+        cases.append(
+            Case(
+                gym,
+                f"wrappers.vector.{wrapper}({how})",
+                env_id,
+                P(gymnasium_vector_wrapper, env_id, wrapper, autoreset_mode=mode),
+                needs=needs,
+            )
+        )
     cases += [
-        Case(gym, "make_vec(id, 2, vectorization_mode='sync')", "JaxCartPole-v0",
-             P(gymnasium_make_vec, "JaxCartPole-v0", "sync"), cheap=True),
-        Case(gym, "make_vec(id, 2, 'async') (fork, the default)", "JaxCartPole-v0",
-             P(gymnasium_make_vec, "JaxCartPole-v0", "async"), timeout_s=60, cheap=True),
-        Case(gym, "make_vec(id, 2, 'async') (fork) after a gymjax env ran", "JaxCartPole-v0",
-             P(gymnasium_make_vec, "JaxCartPole-v0", "async", jax_ran_first=True), timeout_s=60),
-        Case(gym, "make_vec(id, 2, 'async', vector_kwargs={'context': 'spawn'})", "JaxCartPole-v0",
-             P(gymnasium_make_vec, "JaxCartPole-v0", "async", {"context": "spawn"}), timeout_s=180),
+        Case(
+            gym,
+            "make_vec(id, 2, vectorization_mode='sync')",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "sync"),
+            cheap=True,
+        ),
+        Case(
+            gym,
+            "make_vec(id, 2, 'async') (fork, the default)",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "async"),
+            timeout_s=60,
+            cheap=True,
+        ),
+        Case(
+            gym,
+            "make_vec(id, 2, 'async') (fork) after a gymjax env ran",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "async", jax_ran_first=True),
+            timeout_s=60,
+        ),
+        Case(
+            gym,
+            "make_vec(id, 2, 'async', vector_kwargs={'context': 'spawn'})",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "async", {"context": "spawn"}),
+            timeout_s=180,
+        ),
     ]
     for how in ("pickle", "copy.deepcopy", "cloudpickle"):
-        cases.append(Case(gym, f"{how} of make(id), stepped; the clone continues alike", "JaxCartPole-v0",
-                          P(gymnasium_clone, "JaxCartPole-v0", how), cheap=how == "pickle"))
+        cases.append(
+            Case(
+                gym,
+                f"{how} of make(id), stepped; the clone continues alike",
+                "JaxCartPole-v0",
+                P(gymnasium_clone, "JaxCartPole-v0", how),
+                cheap=how == "pickle",
+            )
+        )
     cases += [
-        Case(gym, "pickle of make(id, backend='mujoco'), stepped", "JaxAnt-v0", P(gymnasium_clone, "JaxAnt-v0",
-                                                                                   "pickle", **C_ANT)),
-        Case(gym, "unwrapped.model/data/dt/frame_skip/init_qpos/init_qvel/state_vector() vs Ant-v5", "JaxAnt-v0",
-             P(gymnasium_mujoco_attributes, "JaxAnt-v0", "Ant-v5"), timeout_s=300),
-        Case(gym, "the same attributes, make(id, backend='mujoco')", "JaxAnt-v0",
-             P(gymnasium_mujoco_attributes, "JaxAnt-v0", "Ant-v5", **C_ANT), cheap=True),
-        Case(gym, "reset(seed=0, options={})", "JaxCartPole-v0", P(gymnasium_reset_options, "JaxCartPole-v0")),
-        Case(gym, "reset(seed=0, options={}), backend='mujoco'", "JaxAnt-v0",
-             P(gymnasium_reset_options, "JaxAnt-v0", **C_ANT)),
+        Case(
+            gym,
+            "pickle of make(id, backend='mujoco'), stepped",
+            "JaxAnt-v0",
+            P(gymnasium_clone, "JaxAnt-v0", "pickle", **C_ANT),
+        ),
+        Case(
+            gym,
+            "unwrapped.model/data/dt/frame_skip/init_qpos/init_qvel/state_vector() vs Ant-v5",
+            "JaxAnt-v0",
+            P(gymnasium_mujoco_attributes, "JaxAnt-v0", "Ant-v5"),
+            timeout_s=300,
+        ),
+        Case(
+            gym,
+            "the same attributes, make(id, backend='mujoco')",
+            "JaxAnt-v0",
+            P(gymnasium_mujoco_attributes, "JaxAnt-v0", "Ant-v5", **C_ANT),
+            cheap=True,
+        ),
+        Case(
+            gym, "reset(seed=0, options={})", "JaxCartPole-v0", P(gymnasium_reset_options, "JaxCartPole-v0")
+        ),
+        Case(
+            gym,
+            "reset(seed=0, options={}), backend='mujoco'",
+            "JaxAnt-v0",
+            P(gymnasium_reset_options, "JaxAnt-v0", **C_ANT),
+        ),
     ]
     render_options = {"camera_id": 0, "camera_name": "track", "max_geom": 500}
     for option, value in render_options.items():
-        cases.append(Case(gym, f"make(id, render_mode='rgb_array', {option}={value!r}), backend='mujoco'", "JaxAnt-v0",
-                          P(gymnasium_render_option, "JaxAnt-v0", **C_ANT, **{option: value})))
+        cases.append(
+            Case(
+                gym,
+                f"make(id, render_mode='rgb_array', {option}={value!r}), backend='mujoco'",
+                "JaxAnt-v0",
+                P(gymnasium_render_option, "JaxAnt-v0", **C_ANT, **{option: value}),
+            )
+        )
     cases += [
-        Case(gym, "make(id, render_mode='rgb_array', visual_options={mjVIS_CONTACTPOINT: True})", "JaxAnt-v0",
-             P(_visual_options_case, "JaxAnt-v0")),
-        Case(gym, "make(id, render_mode='human') (SDL dummy display)", "JaxCartPole-v0",
-             P(gymnasium_render_human, "JaxCartPole-v0"), needs=("pygame",)),
-        Case(gym, "make(id, render_mode='human', backend='mujoco')", "JaxAnt-v0",
-             P(gymnasium_render_human, "JaxAnt-v0", **C_ANT)),
+        Case(
+            gym,
+            "make(id, render_mode='rgb_array', visual_options={mjVIS_CONTACTPOINT: True})",
+            "JaxAnt-v0",
+            P(_visual_options_case, "JaxAnt-v0"),
+        ),
+        Case(
+            gym,
+            "make(id, render_mode='human') (SDL dummy display)",
+            "JaxCartPole-v0",
+            P(gymnasium_render_human, "JaxCartPole-v0"),
+            needs=("pygame",),
+        ),
+        Case(
+            gym,
+            "make(id, render_mode='human', backend='mujoco')",
+            "JaxAnt-v0",
+            P(gymnasium_render_human, "JaxAnt-v0", **C_ANT),
+        ),
     ]
     sb3_needs = ("stable_baselines3",)
     cases += [
-        Case(sb3, "common.env_checker.check_env(make(id))", "JaxCartPole-v0",
-             P(sb3_check_env, "JaxCartPole-v0"), sb3_needs, cheap=True),
-        Case(sb3, "common.env_checker.check_env(make(id))", "JaxPendulum-v0",
-             P(sb3_check_env, "JaxPendulum-v0"), sb3_needs),
-        Case(sb3, "make_vec_env(id, n_envs=2), random steps", "JaxCartPole-v0",
-             P(sb3_make_vec_env, "JaxCartPole-v0"), sb3_needs, cheap=True),
+        Case(
+            sb3,
+            "common.env_checker.check_env(make(id))",
+            "JaxCartPole-v0",
+            P(sb3_check_env, "JaxCartPole-v0"),
+            sb3_needs,
+            cheap=True,
+        ),
+        Case(
+            sb3,
+            "common.env_checker.check_env(make(id))",
+            "JaxPendulum-v0",
+            P(sb3_check_env, "JaxPendulum-v0"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "make_vec_env(id, n_envs=2), random steps",
+            "JaxCartPole-v0",
+            P(sb3_make_vec_env, "JaxCartPole-v0"),
+            sb3_needs,
+            cheap=True,
+        ),
         # Fewer updates than SB3's defaults: on 2 busy cores SAC's default (one gradient step per env
         # step) runs ~6 updates/s whatever the env (Gymnasium's Pendulum-v1 included).
-        Case(sb3, "PPO('MlpPolicy', id, n_steps=512, batch_size=128, n_epochs=4).learn(2048)", "JaxCartPole-v0",
-             P(sb3_learn, "PPO", "JaxCartPole-v0", 2048, n_steps=512, batch_size=128, n_epochs=4), sb3_needs),
-        Case(sb3, "A2C('MlpPolicy', id, n_steps=50).learn(2000)", "JaxCartPole-v0",
-             P(sb3_learn, "A2C", "JaxCartPole-v0", n_steps=50), sb3_needs),
-        Case(sb3, "SAC('MlpPolicy', id, learning_starts=200, train_freq=16).learn(2000)", "JaxPendulum-v0",
-             P(sb3_learn, "SAC", "JaxPendulum-v0", learning_starts=200, train_freq=16), sb3_needs, timeout_s=240),
-        Case(sb3, "VecNormalize(make_vec_env(id, 2)) + PPO(n_epochs=2).learn(512)", "JaxPendulum-v0",
-             P(sb3_vec_wrapper, "JaxPendulum-v0", "VecNormalize"), sb3_needs),
-        Case(sb3, "VecFrameStack(make_vec_env(id, 2), 4) + PPO(n_epochs=2).learn(512)", "JaxCartPole-v0",
-             P(sb3_vec_wrapper, "JaxCartPole-v0", "VecFrameStack"), sb3_needs),
-        Case(sb3, "VecVideoRecorder(make_vec_env(id, 2, render_mode='rgb_array'))", "JaxCartPole-v0",
-             P(sb3_video_recorder, "JaxCartPole-v0"), sb3_needs + moviepy),
-        Case(sb3, "PPO save / load / evaluate_policy", "JaxCartPole-v0",
-             P(sb3_save_load, "JaxCartPole-v0"), sb3_needs),
-        Case(sb3, "PPO(n_epochs=2).learn(1024) on gymjax.wrappers.sb3.SB3VecEnv(id, 8)", "JaxCartPole-v0",
-             P(sb3_gymjax_vec_env, "JaxCartPole-v0"), sb3_needs, cheap=True),
+        Case(
+            sb3,
+            "PPO('MlpPolicy', id, n_steps=512, batch_size=128, n_epochs=4).learn(2048)",
+            "JaxCartPole-v0",
+            P(sb3_learn, "PPO", "JaxCartPole-v0", 2048, n_steps=512, batch_size=128, n_epochs=4),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "A2C('MlpPolicy', id, n_steps=50).learn(2000)",
+            "JaxCartPole-v0",
+            P(sb3_learn, "A2C", "JaxCartPole-v0", n_steps=50),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "SAC('MlpPolicy', id, learning_starts=200, train_freq=16).learn(2000)",
+            "JaxPendulum-v0",
+            P(sb3_learn, "SAC", "JaxPendulum-v0", learning_starts=200, train_freq=16),
+            sb3_needs,
+            timeout_s=240,
+        ),
+        Case(
+            sb3,
+            "VecNormalize(make_vec_env(id, 2)) + PPO(n_epochs=2).learn(512)",
+            "JaxPendulum-v0",
+            P(sb3_vec_wrapper, "JaxPendulum-v0", "VecNormalize"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "VecFrameStack(make_vec_env(id, 2), 4) + PPO(n_epochs=2).learn(512)",
+            "JaxCartPole-v0",
+            P(sb3_vec_wrapper, "JaxCartPole-v0", "VecFrameStack"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "VecVideoRecorder(make_vec_env(id, 2, render_mode='rgb_array'))",
+            "JaxCartPole-v0",
+            P(sb3_video_recorder, "JaxCartPole-v0"),
+            sb3_needs + moviepy,
+        ),
+        Case(
+            sb3,
+            "PPO save / load / evaluate_policy",
+            "JaxCartPole-v0",
+            P(sb3_save_load, "JaxCartPole-v0"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "PPO(n_epochs=2).learn(1024) on gymjax.wrappers.sb3.SB3VecEnv(id, 8)",
+            "JaxCartPole-v0",
+            P(sb3_gymjax_vec_env, "JaxCartPole-v0"),
+            sb3_needs,
+            cheap=True,
+        ),
     ]
     zoo_needs = ("rl_zoo3",)
     cases += [
-        Case(zoo, "rl_zoo3.train --algo ppo -n 2000 --gym-packages gymjax, then rl_zoo3.enjoy -n 300 --no-render",
-             "JaxCartPole-v0", P(zoo_train, "JaxCartPole-v0", enjoy=True), zoo_needs, timeout_s=300),
-        Case(zoo, "rl_zoo3.train ... --vec-env subproc", "JaxCartPole-v0",
-             P(zoo_train, "JaxCartPole-v0", "--vec-env", "subproc"), zoo_needs, timeout_s=240),
-        Case(zoo, "rl_zoo3.train ... -conf my.yml", "JaxCartPole-v0",
-             P(zoo_train, "JaxCartPole-v0", conf=True), zoo_needs, timeout_s=240),
+        Case(
+            zoo,
+            "rl_zoo3.train --algo ppo -n 2000 --gym-packages gymjax, then rl_zoo3.enjoy -n 300 --no-render",
+            "JaxCartPole-v0",
+            P(zoo_train, "JaxCartPole-v0", enjoy=True),
+            zoo_needs,
+            timeout_s=300,
+        ),
+        Case(
+            zoo,
+            "rl_zoo3.train ... --vec-env subproc",
+            "JaxCartPole-v0",
+            P(zoo_train, "JaxCartPole-v0", "--vec-env", "subproc"),
+            zoo_needs,
+            timeout_s=240,
+        ),
+        Case(
+            zoo,
+            "rl_zoo3.train ... -conf my.yml",
+            "JaxCartPole-v0",
+            P(zoo_train, "JaxCartPole-v0", conf=True),
+            zoo_needs,
+            timeout_s=240,
+        ),
     ]
     trl_needs = ("torchrl",)
     cases += [
-        Case(trl, "check_env_specs(GymEnv(id))", "JaxCartPole-v0",
-             P(torchrl_check_env_specs, "JaxCartPole-v0"), trl_needs),
-        Case(trl, "check_env_specs(GymEnv(id))", "JaxPendulum-v0",
-             P(torchrl_check_env_specs, "JaxPendulum-v0"), trl_needs),
-        Case(trl, "check_env_specs(GymEnv(id, backend='mujoco'))", "JaxAnt-v0",
-             P(torchrl_check_env_specs, "JaxAnt-v0", backend="mujoco"), trl_needs),
-        Case(trl, "check_env_specs(GymEnv(id, engine='mujoco'))", "JaxAnt-v0",
-             P(torchrl_check_env_specs, "JaxAnt-v0", engine="mujoco"), trl_needs),
-        Case(trl, "GymWrapper(make_vec(id, 4, 'vector_entry_point')): check_env_specs, rollout(100)",
-             "JaxCartPole-v0", P(torchrl_gym_wrapper, "JaxCartPole-v0"), trl_needs),
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id))",
+            "JaxCartPole-v0",
+            P(torchrl_check_env_specs, "JaxCartPole-v0"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id))",
+            "JaxPendulum-v0",
+            P(torchrl_check_env_specs, "JaxPendulum-v0"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id, backend='mujoco'))",
+            "JaxAnt-v0",
+            P(torchrl_check_env_specs, "JaxAnt-v0", backend="mujoco"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id, engine='mujoco'))",
+            "JaxAnt-v0",
+            P(torchrl_check_env_specs, "JaxAnt-v0", engine="mujoco"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "GymWrapper(make_vec(id, 4, 'vector_entry_point')): check_env_specs, rollout(100)",
+            "JaxCartPole-v0",
+            P(torchrl_gym_wrapper, "JaxCartPole-v0"),
+            trl_needs,
+        ),
     ]
     cleanrl_needs = ("torch", "tensorboard", "tyro")
-    short = ("--total-timesteps", "2048", "--num-steps", "256")  # ppo_continuous_action's default rollout is 2048
-    for source, label in (("pypi", f"CleanRL {CLEANRL_RELEASE} (PyPI)"), ("CLEANRL_DIR", "CleanRL (CLEANRL_DIR)")):
-        for script, env_id, args in [("ppo.py", "JaxCartPole-v0", ("--total-timesteps", "2048")),
-                                     ("ppo.py", "CartPole-v1", ("--total-timesteps", "2048")),
-                                     ("ppo_continuous_action.py", "JaxPendulum-v0", short),
-                                     ("ppo_continuous_action.py", "JaxInvertedPendulum-v0", short),
-                                     ("ppo_continuous_action.py", "Pendulum-v1", short)]:
+    short = (
+        "--total-timesteps",
+        "2048",
+        "--num-steps",
+        "256",
+    )  # ppo_continuous_action's default rollout is 2048
+    for source, label in (
+        ("pypi", f"CleanRL {CLEANRL_RELEASE} (PyPI)"),
+        ("CLEANRL_DIR", "CleanRL (CLEANRL_DIR)"),
+    ):
+        for script, env_id, args in [
+            ("ppo.py", "JaxCartPole-v0", ("--total-timesteps", "2048")),
+            ("ppo.py", "CartPole-v1", ("--total-timesteps", "2048")),
+            ("ppo_continuous_action.py", "JaxPendulum-v0", short),
+            ("ppo_continuous_action.py", "JaxInvertedPendulum-v0", short),
+            ("ppo_continuous_action.py", "Pendulum-v1", short),
+        ]:
             reference = "" if env_id.startswith("Jax") else " (reference)"
-            cases.append(Case(label, f"{script} {' '.join(args)}{reference}", env_id,
-                              P(cleanrl_script, source, script, env_id, *args),
-                              cleanrl_needs + ("cleanrl:" + source,), timeout_s=240))
+            cases.append(
+                Case(
+                    label,
+                    f"{script} {' '.join(args)}{reference}",
+                    env_id,
+                    P(cleanrl_script, source, script, env_id, *args),
+                    cleanrl_needs,
+                    cleanrl=source,
+                    timeout_s=240,
+                )
+            )
     pz_needs = ("pettingzoo",)
     c_multi = {"engine": "mujoco", "max_episode_steps": 40, "width": 64, "height": 48}
     cases += [
-        Case(pz, "parallel_api_test(PettingZooEnv())", "JaxMultiAnt-v0", pettingzoo_api_test, pz_needs,
-             timeout_s=300),
-        Case(pz, "parallel_api_test(PettingZooEnv(engine='mujoco'))", "JaxMultiAnt-v0",
-             P(pettingzoo_api_test, **c_multi), pz_needs, cheap=True),
-        Case(pz, "parallel_seed_test(lambda: PettingZooEnv(engine='mujoco'))", "JaxMultiAnt-v0",
-             P(pettingzoo_seed_test, **c_multi), pz_needs),
-        Case(pz, "render_test(parallel_to_aec(PettingZooEnv(engine='mujoco', render_mode=...)))",
-             "JaxMultiAnt-v0", P(pettingzoo_render_test, **c_multi), pz_needs),
+        Case(
+            pz,
+            "parallel_api_test(PettingZooEnv())",
+            "JaxMultiAnt-v0",
+            pettingzoo_api_test,
+            pz_needs,
+            timeout_s=300,
+        ),
+        Case(
+            pz,
+            "parallel_api_test(PettingZooEnv(engine='mujoco'))",
+            "JaxMultiAnt-v0",
+            P(pettingzoo_api_test, **c_multi),
+            pz_needs,
+            cheap=True,
+        ),
+        Case(
+            pz,
+            "parallel_seed_test(lambda: PettingZooEnv(engine='mujoco'))",
+            "JaxMultiAnt-v0",
+            P(pettingzoo_seed_test, **c_multi),
+            pz_needs,
+        ),
+        Case(
+            pz,
+            "render_test(parallel_to_aec(PettingZooEnv(engine='mujoco', render_mode=...)))",
+            "JaxMultiAnt-v0",
+            P(pettingzoo_render_test, **c_multi),
+            pz_needs,
+        ),
     ]
     cases += [
-        Case("speed", "steps/s, make(id) vs make('CartPole-v1'), 3000 random steps x 5 rounds", "JaxCartPole-v0",
-             P(single_env_speed, "JaxCartPole-v0", {}, "CartPole-v1", 3000)),
-        Case("speed", "steps/s, make(id, backend='mujoco') vs make('Ant-v5'), 2000 random steps x 5 rounds",
-             "JaxAnt-v0", P(single_env_speed, "JaxAnt-v0", C_ANT, "Ant-v5", 2000), timeout_s=240),
+        Case(
+            "speed",
+            "steps/s, make(id) vs make('CartPole-v1'), 3000 random steps x 5 rounds",
+            "JaxCartPole-v0",
+            P(single_env_speed, "JaxCartPole-v0", {}, "CartPole-v1", 3000),
+        ),
+        Case(
+            "speed",
+            "steps/s, make(id, backend='mujoco') vs make('Ant-v5'), 2000 random steps x 5 rounds",
+            "JaxAnt-v0",
+            P(single_env_speed, "JaxAnt-v0", C_ANT, "Ant-v5", 2000),
+            timeout_s=240,
+        ),
     ]
     return cases
 
@@ -736,14 +1063,13 @@ CASES = _cases()
 
 def missing(case: Case) -> str | None:
     """Why ``case`` cannot run here (a client not installed), or None."""
-    absent = [m for m in case.needs if not m.startswith("cleanrl:") and importlib.util.find_spec(m) is None]
+    absent = [m for m in case.needs if importlib.util.find_spec(m) is None]
     if absent:
         return f"not installed: {', '.join(absent)}"
-    for need in case.needs:
-        if need.startswith("cleanrl:") and cleanrl_folder(need.split(":", 1)[1]) is None:
-            if need.endswith("CLEANRL_DIR"):
-                return "set CLEANRL_DIR to a CleanRL checkout's cleanrl/ folder"
-            return f"could not download cleanrl=={CLEANRL_RELEASE} from PyPI"
+    if case.cleanrl and cleanrl_folder(case.cleanrl) is None:
+        if case.cleanrl == "CLEANRL_DIR":
+            return "set CLEANRL_DIR to a CleanRL checkout's cleanrl/ folder"
+        return f"could not download cleanrl=={CLEANRL_RELEASE} from PyPI"
     return None
 
 
@@ -751,18 +1077,41 @@ def run_case(case: Case, timeout_s: float | None = None) -> dict:
     """Runs ``case`` in a fresh process; ``status`` is pass, fail, hangs or skipped."""
     reason = missing(case)
     if reason:
-        return {"status": "skipped", "seconds": 0.0, "error": reason, "origin": None, "error_elsewhere": None,
-                "result": None, "traceback": None}
+        return {
+            "status": "skipped",
+            "seconds": 0.0,
+            "error": reason,
+            "origin": None,
+            "error_elsewhere": None,
+            "result": None,
+            "traceback": None,
+        }
     timeout_s = timeout_s or case.timeout_s
-    env = {**os.environ, **{k: v for k, v in CASE_ENV.items() if k not in os.environ},
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        **{k: v for k, v in CASE_ENV.items() if k not in os.environ},
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     with tempfile.TemporaryDirectory() as cwd:  # clients write logs, runs/ and videos where they run
         result_file, log = pathlib.Path(cwd) / "result.json", pathlib.Path(cwd) / "output.log"
         start = time.perf_counter()
         with open(log, "w") as output:
             process = subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.clients", "--run-case", case.name, "--result", str(result_file)],
-                cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.clients",
+                    "--run-case",
+                    case.name,
+                    "--result",
+                    str(result_file),
+                ],
+                cwd=cwd,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 process.wait(timeout=timeout_s)
                 hung = False
@@ -783,12 +1132,21 @@ def run_case(case: Case, timeout_s: float | None = None) -> dict:
             record = {"status": "hangs", "error": f"no result within {timeout_s:.0f} s", "origin": None}
         else:
             line, origin = _traceback_summary(output_text)
-            record = {"status": "fail", "error": f"process died (exit {process.returncode}): {line}",
-                      "origin": origin}
+            record = {
+                "status": "fail",
+                "error": f"process died (exit {process.returncode}): {line}",
+                "origin": origin,
+            }
     elsewhere = _other_error(output_text, record.get("error")) if record["status"] != "pass" else None
-    return {"status": record["status"], "seconds": seconds, "error": record.get("error"),
-            "origin": record.get("origin"), "error_elsewhere": elsewhere, "result": record.get("result"),
-            "traceback": record.get("traceback")}
+    return {
+        "status": record["status"],
+        "seconds": seconds,
+        "error": record.get("error"),
+        "origin": record.get("origin"),
+        "error_elsewhere": elsewhere,
+        "result": record.get("result"),
+        "traceback": record.get("traceback"),
+    }
 
 
 def _other_error(output: str, error: str | None) -> str | None:
@@ -806,13 +1164,20 @@ def _run_in_this_process(name: str, result_file: str) -> None:
     try:
         record = {"status": "pass", "result": case.run()}
     except SystemExit as exc:  # CLI clients exit; 0 is a success
-        record = {"status": "pass" if exc.code in (0, None) else "fail", "error": f"SystemExit: {exc.code}",
-                  "origin": _raise_site(exc)}
+        record = {
+            "status": "pass" if exc.code in (0, None) else "fail",
+            "error": f"SystemExit: {exc.code}",
+            "origin": _raise_site(exc),
+        }
     except BaseException as exc:  # noqa: BLE001 - every failure is a row of the table
         traceback.print_exc()
         first = (str(exc).strip().splitlines() or [""])[0]
-        record = {"status": "fail", "error": f"{type(exc).__name__}: {first}"[:300], "origin": _raise_site(exc),
-                  "traceback": traceback.format_exc()[-4000:]}
+        record = {
+            "status": "fail",
+            "error": f"{type(exc).__name__}: {first}"[:300],
+            "origin": _raise_site(exc),
+            "traceback": traceback.format_exc()[-4000:],
+        }
     pathlib.Path(result_file).write_text(json.dumps(record, default=str))
 
 
@@ -823,7 +1188,7 @@ def _raise_site(exc: BaseException) -> str | None:
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return None
-    site = lambda f: f"{_short_path(f.filename)}:{f.lineno} in {f.name}"  # noqa: E731
+    site = lambda f: f"{_short_path(f.filename)}:{f.lineno} in {f.name}"
     ours = [f for f in frames if _is_gymjax(f.filename)]
     text = site(frames[-1])
     if ours and ours[-1] is not frames[-1]:
@@ -838,10 +1203,12 @@ def markdown(report: dict) -> str:
     lines = [
         "# Third-party clients on gymjax envs",
         "",
-        "`python -m benchmarks.clients`: each case is unmodified client code in a fresh process with a "
-        "timeout; `tests/test_clients.py` runs the cheap ones in CI. "
-        f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
-        f"Load average (1 min) at the start: {report['loadavg_start'][0]:.2f}; {report['cpus']} CPUs.",
+        (
+            "`python -m benchmarks.clients`: each case is unmodified client code in a fresh process with a "
+            "timeout; `tests/test_clients.py` runs the cheap ones in CI. "
+            f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
+            f"Load average (1 min) at the start: {report['loadavg_start'][0]:.2f}; {report['cpus']} CPUs."
+        ),
         "",
         "| client | what was run | env id | result | s | first error line (raised at) |",
         "|---|---|---|---|---|---|",
@@ -854,33 +1221,56 @@ def markdown(report: dict) -> str:
             if r.get("origin"):
                 detail += f" ({r['origin']})"
             if r.get("error_elsewhere"):
-                detail += "; first error in its output: `" + r["error_elsewhere"].replace("|", "\\|").replace("`", "'") + "`"
+                detail += (
+                    "; first error in its output: `"
+                    + r["error_elsewhere"].replace("|", "\\|").replace("`", "'")
+                    + "`"
+                )
         elif isinstance(r["result"], dict) and "sps" in r["result"]:
             detail = f"CleanRL's own SPS: {r['result']['sps']}"
         elif isinstance(r["result"], str):
             detail = r["result"]
-        lines.append(f"| {r['client']} | `{r['what']}` | {r['env_id']} | {r['status']} | {r['seconds']:.0f} | {detail} |")
+        cells = [r["client"], f"`{r['what']}`", r["env_id"], r["status"], f"{r['seconds']:.0f}", detail]
+        lines.append("| " + " | ".join(cells) + " |")
     counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "fail", "hangs", "skipped")}
-    lines += ["", ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(rows)} cases.", ""]
+    references = [r for r in rows if "(reference)" in r["what"]]
+    lines += [
+        "",
+        ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(rows)} cases, of which "
+        f"{len(references)} run Gymnasium's own env (reference): "
+        f"{sum(r['status'] == 'pass' for r in references)} of those pass.",
+        "",
+    ]
     speed = [r for r in report["cases"] if r["client"] == "speed"]
     if speed:
-        lines += ["## One env through `gymnasium.make`: steps/s, random actions, interleaved A,B,A,B, medians", "",
-                  "| env | gymjax | Gymnasium | ratio | load avg before / after |", "|---|---|---|---|---|"]
+        lines += [
+            "## One env through `gymnasium.make`: steps/s, random actions, interleaved A,B,A,B, medians",
+            "",
+            "| env | gymjax | Gymnasium | ratio | load avg before / after |",
+            "|---|---|---|---|---|",
+        ]
         for r in speed:
             m = r["result"]
             if r["status"] != "pass":
                 lines.append(f"| {r['what']} | {r['status']}: {r['error']} | | | |")
                 continue
-            lines.append(f"| `{r['what'].split(', ', 1)[1]}` | {m['gymjax']:,.0f} | {m['gymnasium']:,.0f} | "
-                         f"{m['ratio']:.2f} | {m['loadavg_before'][0]:.2f} / {m['loadavg_after'][0]:.2f} |")
+            lines.append(
+                f"| `{r['what'].split(', ', 1)[1]}` | {m['gymjax']:,.0f} | {m['gymnasium']:,.0f} | "
+                f"{m['ratio']:.2f} | {m['loadavg_before'][0]:.2f} / {m['loadavg_after'][0]:.2f} |"
+            )
         lines.append("")
-    sps = {(r["client"], r["env_id"]): r["result"]["sps"] for r in rows
-           if isinstance(r["result"], dict) and "sps" in r["result"] and "ppo.py" in r["what"]}
+    sps = {
+        (r["client"], r["env_id"]): r["result"]["sps"]
+        for r in rows
+        if isinstance(r["result"], dict) and "sps" in r["result"] and "ppo.py" in r["what"]
+    }
     for client in {c for c, _ in sps}:
         if (client, "JaxCartPole-v0") in sps and (client, "CartPole-v1") in sps:
             ours, theirs = sps[client, "JaxCartPole-v0"], sps[client, "CartPole-v1"]
-            lines.append(f"{client} `ppo.py`, same budget: SPS {ours} on JaxCartPole-v0, {theirs} on "
-                         f"CartPole-v1 (ratio {ours / theirs:.2f}).")
+            lines.append(
+                f"{client} `ppo.py`, same budget: SPS {ours} on JaxCartPole-v0, {theirs} on "
+                f"CartPole-v1 (ratio {ours / theirs:.2f})."
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -888,8 +1278,17 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {}
-    for dist in ("gymjax", "gymnasium", "stable-baselines3", "rl_zoo3", "torchrl", "pettingzoo", "torch", "jax",
-                 "mujoco"):
+    for dist in (
+        "gymjax",
+        "gymnasium",
+        "stable-baselines3",
+        "rl_zoo3",
+        "torchrl",
+        "pettingzoo",
+        "torch",
+        "jax",
+        "mujoco",
+    ):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -920,8 +1319,10 @@ def main(argv=None) -> int:
     for case in tqdm(cases, desc="clients", unit="case"):
         result = run_case(case)
         report["cases"].append({"client": case.client, "what": case.what, "env_id": case.env_id, **result})
-        tqdm.write(f"{result['status']:>7} {result['seconds']:5.0f} s  {case.name}"
-                   + (f"\n          {result['error']}" if result["error"] else ""))
+        tqdm.write(
+            f"{result['status']:>7} {result['seconds']:5.0f} s  {case.name}"
+            + (f"\n          {result['error']}" if result["error"] else "")
+        )
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "clients" if args.only is None else "clients_partial"

@@ -14,18 +14,26 @@ import pytest
 from benchmarks import clients
 
 KNOWN_FAILURES = {
-    "Gymnasium: wrappers.vector.NormalizeObservation(make_vec(id, 4, 'vector_entry_point')) [JaxCartPole-v0]":
-        "GymnasiumVectorEnv defaults to AutoresetMode.SAME_STEP; Gymnasium's VectorObservationWrapper.__init__ "
-        "accepts only NEXT_STEP (SyncVectorEnv's default) or DISABLED",
-    "Gymnasium: make_vec(id, 2, 'async') (fork, the default) [JaxCartPole-v0]":
-        "the forked worker refuses to build a gymjax env because `import gymjax` already started JAX",
+    "Gymnasium: wrappers.vector.NormalizeObservation(make_vec(id, 4, 'vector_entry_point')) [JaxCartPole-v0]": (
+        "GymnasiumVectorEnv defaults to AutoresetMode.SAME_STEP; Gymnasium's "
+        "VectorObservationWrapper.__init__ accepts only NEXT_STEP (SyncVectorEnv's default) or DISABLED"
+    ),
+    "Gymnasium: make_vec(id, 2, 'async') (fork, the default) [JaxCartPole-v0]": (
+        "Gymnasium's AsyncVectorEnv builds a dummy env in the parent for its spaces; gymjax's "
+        "Session.__init__ (jax.random.PRNGKey at wrappers/session.py:292) starts JAX there, so the forked "
+        "workers refuse"
+    ),
 }
 
 CHEAP = [case for case in clients.CASES if case.cheap]
 
 
 def _param(case):
-    marks = [pytest.mark.xfail(strict=False, reason=KNOWN_FAILURES[case.name])] if case.name in KNOWN_FAILURES else []
+    marks = (
+        [pytest.mark.xfail(strict=False, reason=KNOWN_FAILURES[case.name])]
+        if case.name in KNOWN_FAILURES
+        else []
+    )
     return pytest.param(case, id=case.name, marks=marks)
 
 
