@@ -1,378 +1,1292 @@
 """Third-party clients on gymjax envs, unmodified, as a new user would run them: the compatibility table.
 
-Every case is a short Python program run in a fresh process with a timeout (a hang is
-reported as one, not waited out). A case whose client is not installed is skipped.
-Cases marked ``reference`` run the same client on Gymnasium's own env: when a client
-fails on both, the client (not gymjax) is behind the times.
+Every case is a small function run alone in a fresh process (``--run-case``) with a timeout:
+a hang is reported as ``hangs`` and its process group killed, a crash as ``fail`` with the
+exception's first line and where it was raised. A case whose client is not installed is
+``skipped``. Cases marked "(reference)" run the same client on Gymnasium's own env: a client
+that fails there too is behind its dependencies, not held back by gymjax.
 
-Writes benchmarks/results/clients.{json,md}; ``tests/test_clients.py`` runs the cheap
-cases (Gymnasium, SB3, PettingZoo: the ``dev`` extra) in CI.
+Writes benchmarks/results/clients.{json,md}; ``tests/test_clients.py`` runs the cheap cases
+(Gymnasium, SB3, PettingZoo: the ``dev`` extra) in CI.
 
-    python -m benchmarks.clients                 # every case, a few minutes
-    python -m benchmarks.clients --only torchrl  # cases whose name contains "torchrl"
+    python -m benchmarks.clients                 # every case, a few minutes on 2 cores
+    python -m benchmarks.clients --only torchrl  # the cases whose name contains "torchrl"
     python -m benchmarks.clients --list
-    CLEANRL_DIR=~/cleanrl/cleanrl python -m benchmarks.clients --only CleanRL
+
+CleanRL is a folder of scripts, not an importable package. Two sources are tried: the scripts
+of PyPI's last release (``cleanrl==1.2.0``, downloaded once with ``pip download`` into
+``~/.cache/gymjax/``) and, when ``CLEANRL_DIR`` names a checkout's ``cleanrl/`` folder, that
+checkout's (GitHub master). Both are run through a runner that imports gymjax and then runs the
+script with ``runpy``, argv passed, since CleanRL makes its envs with ``gym.make(env_id)``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import functools
 import importlib.util
+import io
 import json
 import os
 import pathlib
+import re
+import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
+import traceback
+from collections.abc import Callable
+from typing import Any
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+CLEANRL_RELEASE = "1.2.0"  # PyPI's last cleanrl (May 2023)
+CLEANRL_CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache")) / "gymjax"
+# Headless defaults for the case processes: EGL for MuJoCo's renderer, no display for pygame.
+CASE_ENV = {"MUJOCO_GL": "egl", "SDL_VIDEODRIVER": "dummy", "PYTHONWARNINGS": "ignore"}
+STEPS = 300  # random steps per wrapper case: CartPole episodes end every ~20, Pendulum's at 200
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    name: str
-    client: str  # the module that must be importable
-    code: str  # run with `python -c`; prints "NOTE: ..." lines for the table
-    timeout_s: float = 180
-    cheap: bool = False  # run in CI by tests/test_clients.py
-    expect_error: str | None = None  # passes when it fails with this text (a designed refusal)
+    """One client call on one env. ``run()`` returns a note (str), a measurement (dict) or None."""
+
+    client: str
+    what: str  # what was run, as the user would write it
+    env_id: str
+    run: Callable[[], Any]
+    needs: tuple[str, ...] = ()  # modules that must be importable, else the case is skipped
+    cleanrl: str | None = None  # where CleanRL's scripts come from: "pypi" or "CLEANRL_DIR"
+    timeout_s: float = 120
+    cheap: bool = False  # run in CI by tests/test_clients.py (~3-5 s each)
+    # A documented refusal: the case passes as "refused" when it fails with an error (its own or a
+    # worker's) containing this text, and still fails on any other error or none.
+    refused: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.client}: {self.what} [{self.env_id}]"
 
 
-PRELUDE = """
-import os, warnings
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-warnings.filterwarnings("ignore")
-import numpy as np, gymnasium, gymjax
+class ClientProcessError(RuntimeError):
+    """A client's own command line (rl_zoo3.train, ...) failed; carries where its error was raised."""
+
+    def __init__(self, message: str, origin: str | None):
+        super().__init__(message)
+        self.origin = origin
+
+
+# ---------------------------------------------------------------- helpers run inside the case process
+
+
+def _make(env_id: str, **kwargs):
+    import gymnasium
+
+    import gymjax  # noqa: F401  (registers the Jax* ids)
+
+    return gymnasium.make(env_id, **kwargs)
+
+
+def _make_vec(env_id: str, num_envs: int = 4, **kwargs):
+    import gymnasium
+
+    import gymjax  # noqa: F401
+
+    return gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
+
+
+def _random_steps(env, steps: int = STEPS) -> int:
+    """Random actions through episode ends on a single env; returns the episodes ended."""
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    ended = 0
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            ended += 1
+            env.reset()
+    return ended
+
+
+def _random_vector_steps(envs, steps: int = STEPS, to_action=lambda a: a) -> tuple[int, list]:
+    """Random actions on a vector env (it resets itself); returns the episodes ended and the infos."""
+    import numpy as np
+
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    ended, infos = 0, []
+    for _ in range(steps):
+        _, _, terminated, truncated, info = envs.step(to_action(envs.action_space.sample()))
+        ended += int(np.sum(np.logical_or(np.asarray(terminated), np.asarray(truncated))))
+        infos.append(info)
+    return ended, infos
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)
+
+
+def _cli(args: list[str], timeout_s: float = 300) -> str:
+    """Runs a client's command line (``python -m ...``); raises with the client's own error line."""
+    done = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout_s, check=False
+    )
+    if done.returncode:
+        line, origin = _traceback_summary(done.stderr)
+        raise ClientProcessError(f"`{' '.join(args[:2])}` exited {done.returncode}: {line}", origin)
+    return done.stdout
+
+
+def _traceback_summary(stderr: str) -> tuple[str, str | None]:
+    """The exception line of the last traceback in ``stderr`` and the frame that raised it."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    frames = [i for i, line in enumerate(lines) if line.lstrip().startswith('File "')]
+    origin = None
+    if frames:
+        match = re.match(r'\s*File "(.+)", line (\d+), in (.+)', lines[frames[-1]])
+        origin = f"{_short_path(match[1])}:{match[2]} in {match[3]}" if match else None
+        after = [line for line in lines[frames[-1] + 1 :] if not line.startswith(" ")]
+        if after:
+            return after[0].strip()[:300], origin
+    error_like = [line for line in lines if re.match(r"^[\w.]*(Error|Exception)\b", line.strip())]
+    return ((error_like or lines or ["no error output"])[-1].strip())[:300], origin
+
+
+def _short_path(path: str) -> str:
+    """``path`` relative to this checkout, site-packages or the standard library."""
+    if path.startswith(str(ROOT) + os.sep):
+        return path[len(str(ROOT)) + 1 :]
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1]
+    path = re.sub(r"^.*/lib/(python3\.\d+)/", r"\1/", path)  # the standard library
+    return path.replace(str(pathlib.Path.home()), "~")
+
+
+def _is_gymjax(path: str) -> bool:
+    return path.startswith(str(ROOT / "gymjax") + os.sep) or "site-packages/gymjax/" in path
+
+
+# ---------------------------------------------------------------- Gymnasium
+
+
+def gymnasium_check_env(env_id: str):
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(_make(env_id).unwrapped)
+
+
+def gymnasium_wrapper(env_id: str, wrapper: str, *args):
+    import gymnasium
+
+    env = getattr(gymnasium.wrappers, wrapper)(_make(env_id), *args)
+    ended = 0
+    env.reset(seed=0)
+    for _ in range(STEPS):
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        if terminated or truncated:
+            if wrapper == "RecordEpisodeStatistics":
+                _require("episode" in info, f"no info['episode'] at an episode end: {sorted(info)}")
+            ended += 1
+            env.reset()
+    _require(ended > 0, f"no episode ended in {STEPS} steps")
+
+
+def gymnasium_record_video(env_id: str):
+    import gymnasium
+
+    folder = tempfile.mkdtemp()
+    env = gymnasium.wrappers.RecordVideo(
+        _make(env_id, render_mode="rgb_array"), folder, episode_trigger=lambda episode: episode == 0
+    )
+    _random_steps(env, 100)
+    env.close()
+    videos = list(pathlib.Path(folder).glob("*.mp4"))
+    _require(bool(videos), f"no .mp4 in {folder}")
+
+
+def gymnasium_vector_wrapper(env_id: str, wrapper: str, *args, autoreset_mode: str | None = None):
+    """``wrapper`` on gymjax's vector env (or, for a Gymnasium id, on SyncVectorEnv), random steps."""
+    import gymnasium
+    from gymnasium.wrappers import vector
+
+    if env_id.startswith("Jax"):
+        kwargs = {"autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode]} if autoreset_mode else {}
+        envs = _make_vec(env_id, **kwargs)
+    else:
+        envs = gymnasium.make_vec(
+            env_id,
+            4,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode or "NEXT_STEP"]},
+        )
+    envs = getattr(vector, wrapper)(envs, *args)
+    to_action = lambda a: a
+    if wrapper == "NumpyToTorch":
+        import torch
+
+        to_action = torch.as_tensor
+    ended, infos = _random_vector_steps(envs, to_action=to_action)
+    _require(ended > 0, f"no episode ended in {STEPS} steps of 4 envs")
+    if wrapper == "RecordEpisodeStatistics":
+        _require(any("episode" in info for info in infos), "no info['episode'] in any step")
+    if wrapper == "DictInfoToList":
+        _require(
+            all(isinstance(info, list) and len(info) == 4 for info in infos), "infos are not a list of 4"
+        )
+    envs.close()
+
+
+def gymnasium_make_vec(
+    env_id: str, mode: str, vector_kwargs: dict | None = None, jax_ran_first: bool = False
+):
+    import gymnasium
+
+    import gymjax  # noqa: F401
+
+    if jax_ran_first:  # the user stepped a gymjax env in this process before making the vector env
+        _random_steps(gymnasium.make(env_id), 5)
+    envs = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode=mode, vector_kwargs=vector_kwargs)
+    ended, _ = _random_vector_steps(envs, 100)
+    envs.close()
+    _require(ended > 0, "no episode ended in 100 steps")
+
+
+def gymnasium_clone(env_id: str, how: str, **kwargs):
+    """A clone of a stepped env continues exactly as the original does (its state travels with it)."""
+    import copy
+    import pickle
+
+    import cloudpickle
+    import numpy as np
+
+    clone_fn = {
+        "pickle": lambda env: pickle.loads(pickle.dumps(env)),
+        "copy.deepcopy": copy.deepcopy,
+        "cloudpickle": lambda env: cloudpickle.loads(cloudpickle.dumps(env)),
+    }[how]
+    env = _make(env_id, **kwargs)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(6)]
+    env.step(actions[0])
+    clone = clone_fn(env)
+    for action in actions[1:]:
+        ours, theirs = env.step(action)[0], clone.step(action)[0]
+        _require(np.allclose(ours, theirs), "the clone's observations differ from the original's")
+
+
+# What Gymnasium MuJoCo users read on env.unwrapped, compared with Ant-v5's.
+ANT_V5_ATTRIBUTES = ("model", "data", "dt", "frame_skip", "init_qpos", "init_qvel", "state_vector()")
+
+
+def gymnasium_mujoco_attributes(env_id: str, reference_id: str, **kwargs):
+    import gymnasium
+    import mujoco
+    import numpy as np
+
+    ours, ref = _make(env_id, **kwargs).unwrapped, gymnasium.make(reference_id).unwrapped
+    ours.reset(seed=0)
+    ref.reset(seed=0)
+    problems = []
+    for name in ANT_V5_ATTRIBUTES:
+        try:
+            value = ours.state_vector() if name == "state_vector()" else getattr(ours, name)
+        except Exception as exc:  # noqa: BLE001 - each missing attribute is reported, not the first alone
+            problems.append(f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}")
+            continue
+        expected = ref.state_vector() if name == "state_vector()" else getattr(ref, name)
+        if name == "model" and not isinstance(value, mujoco.MjModel):
+            problems.append(f"model is {type(value).__name__}, not mujoco.MjModel")
+        elif name == "data" and not isinstance(value, mujoco.MjData):
+            problems.append(f"data is {type(value).__name__}, not mujoco.MjData")
+        elif name in ("dt", "frame_skip") and value != expected:
+            problems.append(f"{name} = {value!r}, Ant-v5's is {expected!r}")
+        elif name not in ("model", "data", "dt", "frame_skip") and np.shape(value) != np.shape(expected):
+            problems.append(f"{name} has shape {np.shape(value)}, Ant-v5's {np.shape(expected)}")
+    if problems:
+        raise AssertionError("; ".join(problems))
+
+
+def gymnasium_reset_options(env_id: str, **kwargs):
+    env = _make(env_id, **kwargs)
+    env.reset(seed=0, options={})
+    env.step(env.action_space.sample())
+
+
+def gymnasium_render_option(env_id: str, **options):
+    import numpy as np
+
+    env = _make(env_id, render_mode="rgb_array", width=64, height=48, **options)
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    frame = env.render()
+    _require(
+        isinstance(frame, np.ndarray) and frame.shape == (48, 64, 3),
+        f"frame: {getattr(frame, 'shape', frame)}",
+    )
+    env.close()
+
+
+def gymnasium_render_human(env_id: str, **kwargs):
+    env = _make(env_id, render_mode="human", **kwargs)
+    _random_steps(env, 20)
+    env.close()
+
+
+# ---------------------------------------------------------------- Stable-Baselines3
+
+
+def sb3_check_env(env_id: str):
+    from stable_baselines3.common.env_checker import check_env
+
+    check_env(_make(env_id))
+
+
+def sb3_make_vec_env(env_id: str):
+    import numpy as np
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import gymjax  # noqa: F401
+
+    envs = make_vec_env(env_id, n_envs=2)
+    envs.reset()
+    dones = 0
+    for _ in range(STEPS):
+        _, _, done, _ = envs.step(np.array([envs.action_space.sample() for _ in range(2)]))
+        dones += int(done.sum())
+    _require(dones > 0, f"no episode ended in {STEPS} steps")
+
+
+def sb3_learn(algo: str, env_id: str, steps: int = 2000, **kwargs):
+    import stable_baselines3
+
+    import gymjax  # noqa: F401
+
+    model = getattr(stable_baselines3, algo)("MlpPolicy", env_id, seed=0, **kwargs)  # SB3 makes the env by id
+    model.learn(steps)
+
+
+def sb3_vec_wrapper(env_id: str, wrapper: str):
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
+
+    import gymjax  # noqa: F401
+
+    envs = make_vec_env(env_id, n_envs=2)
+    envs = VecNormalize(envs) if wrapper == "VecNormalize" else VecFrameStack(envs, n_stack=4)
+    PPO("MlpPolicy", envs, n_steps=128, batch_size=128, n_epochs=2, seed=0).learn(512)
+
+
+def sb3_video_recorder(env_id: str):
+    import numpy as np
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecVideoRecorder
+
+    import gymjax  # noqa: F401
+
+    folder = tempfile.mkdtemp()
+    envs = make_vec_env(env_id, n_envs=2, env_kwargs={"render_mode": "rgb_array"})
+    envs = VecVideoRecorder(envs, folder, record_video_trigger=lambda step: step == 0, video_length=40)
+    envs.reset()
+    for _ in range(50):
+        envs.step(np.array([envs.action_space.sample() for _ in range(2)]))
+    envs.close()
+    _require(bool(list(pathlib.Path(folder).glob("*.mp4"))), f"no .mp4 in {folder}")
+
+
+def sb3_save_load(env_id: str):
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    import gymjax  # noqa: F401
+
+    envs = make_vec_env(env_id, n_envs=2)
+    model = PPO("MlpPolicy", envs, n_steps=128, batch_size=128, n_epochs=2, seed=0).learn(256)
+    path = pathlib.Path(tempfile.mkdtemp()) / "model.zip"
+    model.save(path)
+    loaded = PPO.load(path, env=envs)
+    obs = envs.reset()
+    _require(
+        (loaded.predict(obs, deterministic=True)[0] == model.predict(obs, deterministic=True)[0]).all(),
+        "the loaded model acts differently",
+    )
+    evaluate_policy(loaded, envs, n_eval_episodes=2)
+
+
+def sb3_gymjax_vec_env(env_id: str):
+    from stable_baselines3 import PPO
+
+    from gymjax.wrappers.sb3 import SB3VecEnv
+
+    PPO("MlpPolicy", SB3VecEnv(env_id, 8), n_steps=64, batch_size=256, n_epochs=2, seed=0).learn(1024)
+
+
+# ---------------------------------------------------------------- rl-baselines3-zoo
+
+ZOO_CONF = """\
+JaxCartPole-v0:
+  n_envs: 2
+  n_timesteps: !!float 2e3
+  policy: 'MlpPolicy'
+  n_steps: 128
+  batch_size: 64
 """
 
-CASES = [
-    # -- Gymnasium
-    Case("gymnasium check_env, every id", "gymnasium", """
-from gymnasium.utils.env_checker import check_env
-for env_id in ["JaxCartPole-v0", "JaxPendulum-v0", "JaxInvertedPendulum-v0"]:
-    check_env(gymnasium.make(env_id).unwrapped)
-check_env(gymnasium.make("JaxAnt-v0", engine="mujoco").unwrapped)
-"""),  # tests/wrappers/test_gymnasium.py runs check_env on every id already
-    Case("gymnasium wrappers on make()", "gymnasium", """
-from gymnasium import wrappers as w
-import tempfile
-env = gymnasium.make("JaxInvertedPendulum-v0", engine="mujoco")
-env = w.RecordEpisodeStatistics(w.NormalizeReward(w.NormalizeObservation(w.ClipAction(
-    w.RescaleAction(w.FlattenObservation(env), -0.5, 0.5)))))
-env.reset(seed=0)
-episodes = 0
-for _ in range(200):
-    _, _, term, trunc, info = env.step(env.action_space.sample())
-    if term or trunc:
-        assert "episode" in info
-        episodes += 1
-        env.reset()
-env.close()
-assert episodes > 0
-""", cheap=True),
-    Case("gymnasium RecordVideo", "moviepy", """
-import tempfile
-env = gymnasium.make("JaxInvertedPendulum-v0", render_mode="rgb_array", width=64, height=64)
-env = gymnasium.wrappers.RecordVideo(env, tempfile.mkdtemp(), episode_trigger=lambda e: e == 0)
-env.reset(seed=0)
-for _ in range(30):
-    _, _, term, trunc, _ = env.step(env.action_space.sample())
-    if term or trunc:
-        env.reset()
-env.close()
-"""),
-    Case("gymnasium vector wrappers (NEXT_STEP), NumpyToTorch", "torch", """
-from gymnasium.wrappers import vector as vw
-envs = gymnasium.make_vec("JaxInvertedPendulum-v0", 4, autoreset_mode="next_step", engine="mujoco")
-envs = vw.NumpyToTorch(vw.DictInfoToList(vw.RecordEpisodeStatistics(vw.NormalizeReward(
-    vw.NormalizeObservation(vw.ClipAction(vw.RescaleAction(envs, -0.5, 0.5)))))))
-import torch
-envs.reset(seed=0)
-ended = 0
-for _ in range(100):
-    obs, r, term, trunc, infos = envs.step(torch.as_tensor(envs.action_space.sample()))
-    ended += int((term | trunc).sum())
-assert ended > 0 and isinstance(obs, torch.Tensor)
-""", cheap=True),
-    Case("gymnasium make_vec sync", "gymnasium", """
-envs = gymnasium.make_vec("JaxCartPole-v0", 2, vectorization_mode="sync")
-envs.reset(seed=0)
-for _ in range(50):
-    envs.step(envs.action_space.sample())
-""", cheap=True),
-    Case("gymnasium make_vec async, spawn", "gymnasium", """
-if __name__ == "__main__":
-    envs = gymnasium.make_vec("JaxCartPole-v0", 2, vectorization_mode="async", vector_kwargs={"context": "spawn"})
-    envs.reset(seed=0)
-    for _ in range(50):
-        envs.step(envs.action_space.sample())
-    envs.close()
-""", timeout_s=240),
-    Case("gymnasium make_vec async, fork", "gymnasium", """
-envs = gymnasium.make_vec("JaxCartPole-v0", 2, vectorization_mode="async")  # building an env starts no JAX
-envs.reset(seed=0)
-for _ in range(20):
-    envs.step(envs.action_space.sample())
-envs.close()
-""", timeout_s=120, cheap=True),
-    Case("gymnasium make_vec async, fork after JAX ran (refused: points to spawn)", "gymnasium", """
-import jax
-jax.numpy.zeros(1).block_until_ready()  # JAX's threads are running: a forked child would hang
-envs = gymnasium.make_vec("JaxCartPole-v0", 2, vectorization_mode="async")
-envs.reset(seed=0)
-""", expect_error="forked after JAX started", cheap=True),
-    Case("pickle, deepcopy, cloudpickle", "gymnasium", """
-import pickle, copy, cloudpickle
-env = gymnasium.make("JaxCartPole-v0")
-env.reset(seed=0)
-for clone in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env), cloudpickle.loads(cloudpickle.dumps(env))):
-    clone.step(0)
-""", cheap=True),
-    Case("Gymnasium-MuJoCo attributes, options, human render", "gymnasium", """
-import mujoco
-env = gymnasium.make("JaxAnt-v0", engine="mujoco", camera_name="track", max_geom=500,
-                     visual_options={mujoco.mjtVisFlag.mjVIS_CONTACTPOINT: True})
-u = env.unwrapped
-env.reset(seed=0, options={})
-u.model, u.data, u.dt, u.frame_skip, u.init_qpos, u.init_qvel, u.state_vector()
-u.set_state(np.asarray(u.init_qpos), np.zeros(14))
-human = gymnasium.make("JaxCartPole-v0", render_mode="human")
-human.reset(seed=0)
-human.step(0)
-""", cheap=True),
-    # -- Stable-Baselines3
-    Case("SB3 check_env, make_vec_env, PPO / A2C / SAC", "stable_baselines3", """
-from stable_baselines3 import A2C, PPO, SAC
-from stable_baselines3.common.env_checker import check_env
-from stable_baselines3.common.env_util import make_vec_env
-check_env(gymnasium.make("JaxCartPole-v0"))
-PPO("MlpPolicy", make_vec_env("JaxCartPole-v0", n_envs=2), n_steps=64, batch_size=64).learn(256)
-A2C("MlpPolicy", make_vec_env("JaxCartPole-v0", n_envs=2)).learn(200)
-SAC("MlpPolicy", "JaxPendulum-v0", learning_starts=50).learn(150)
-""", cheap=True),
-    Case("SB3 VecNormalize, VecFrameStack, save/load", "stable_baselines3", """
-import tempfile
-from stable_baselines3 import PPO
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
-d = tempfile.mkdtemp()
-env = VecNormalize(VecFrameStack(make_vec_env("JaxPendulum-v0", n_envs=2), 2))
-model = PPO("MlpPolicy", env, n_steps=64, batch_size=64).learn(128)
-model.save(f"{d}/model")
-PPO.load(f"{d}/model", env=env).predict(env.reset())
-""", cheap=True),
-    Case("SB3 VecVideoRecorder", "moviepy", """
-import tempfile
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecVideoRecorder
-env = make_vec_env("JaxPendulum-v0", n_envs=2, env_kwargs={"render_mode": "rgb_array"})
-env = VecVideoRecorder(env, tempfile.mkdtemp(), record_video_trigger=lambda s: s == 0, video_length=20)
-env.reset()
-for _ in range(25):
-    env.step(np.stack([env.action_space.sample() for _ in range(2)]))
-env.close()
-"""),
-    Case("SB3 PPO on gymjax's SB3VecEnv", "stable_baselines3", """
-from stable_baselines3 import PPO
-from gymjax.wrappers.sb3 import SB3VecEnv
-PPO("MlpPolicy", SB3VecEnv("JaxCartPole-v0", 8), n_steps=32, batch_size=64).learn(512)
-""", cheap=True),
-    # -- rl-baselines3-zoo
-    Case("rl-zoo3 train + enjoy", "rl_zoo3", """
-import subprocess, sys, tempfile
-d = tempfile.mkdtemp()
-base = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "JaxCartPole-v0", "-n", "2000",
-        "--gym-packages", "gymjax", "-f", d, "--seed", "0"]
-def run(command):
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(" ".join(command[2:4]) + ": " + done.stderr.strip().splitlines()[-1])
-run(base)
-run([sys.executable, "-m", "rl_zoo3.enjoy", "--algo", "ppo", "--env", "JaxCartPole-v0", "-f", d,
-     "--gym-packages", "gymjax", "-n", "200", "--no-render"])
-""", timeout_s=400),
-    Case("rl-zoo3 train, SubprocVecEnv and a custom conf file", "rl_zoo3", """
-import subprocess, sys, tempfile, pathlib
-d = tempfile.mkdtemp()
-conf = pathlib.Path(d) / "conf.yml"
-conf.write_text("JaxCartPole-v0:\\n  n_envs: 2\\n  n_timesteps: !!float 2e3\\n  policy: 'MlpPolicy'\\n  n_steps: 64\\n")
-done = subprocess.run([sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "JaxCartPole-v0",
-                       "--gym-packages", "gymjax", "-f", d, "--vec-env", "subproc", "-conf", str(conf)],
-                      capture_output=True, text=True)
-if done.returncode:
-    raise RuntimeError(done.stderr.strip().splitlines()[-1])
-""", timeout_s=400),
-    # -- torchrl
-    Case("torchrl check_env_specs(GymEnv), CartPole and Pendulum", "torchrl", """
-from torchrl.envs import GymEnv
-from torchrl.envs.utils import check_env_specs
-for env_id in ["JaxCartPole-v0", "JaxPendulum-v0"]:
-    check_env_specs(GymEnv(env_id))
-"""),
-    Case("torchrl GymEnv('JaxAnt-v0', engine='mujoco')", "torchrl", """
-from torchrl.envs import GymEnv
-from torchrl.envs.utils import check_env_specs
-check_env_specs(GymEnv("JaxAnt-v0", engine="mujoco"))
-"""),
-    Case("torchrl GymWrapper(make_vec(...)) + rollout", "torchrl", """
-from torchrl.envs import GymWrapper
-from torchrl.envs.utils import check_env_specs
-env = GymWrapper(gymnasium.make_vec("JaxCartPole-v0", 4, vectorization_mode="vector_entry_point"))
-check_env_specs(env)
-env.rollout(50, break_when_any_done=False)
-"""),
-    # -- CleanRL: single-file scripts, not a package (its PyPI release stops at Python 3.10); point
-    #    CLEANRL_DIR at a checkout's cleanrl/ folder. Its scripts make envs by id, gymjax imported first.
-    Case("CleanRL ppo.py, JaxCartPole-v0", "cleanrl", """
-import contextlib, io, runpy, sys
-sys.argv = ["ppo.py", "--env-id", "JaxCartPole-v0", "--total-timesteps", "8192", "--num-envs", "4"]
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo.py", run_name="__main__")
-sps = [line for line in out.getvalue().splitlines() if line.startswith("SPS:")]
-print("NOTE: CleanRL's own " + sps[-1])
-""", timeout_s=300),
-    Case("CleanRL ppo.py, CartPole-v1 (reference)", "cleanrl", """
-import contextlib, io, runpy, sys
-sys.argv = ["ppo.py", "--env-id", "CartPole-v1", "--total-timesteps", "8192", "--num-envs", "4"]
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo.py", run_name="__main__")
-sps = [line for line in out.getvalue().splitlines() if line.startswith("SPS:")]
-print("NOTE: CleanRL's own " + sps[-1])
-""", timeout_s=300),
-    Case("CleanRL ppo_continuous_action.py, JaxPendulum-v0", "cleanrl", """
-import runpy, sys
-sys.argv = ["ppo_continuous_action.py", "--env-id", "JaxPendulum-v0", "--total-timesteps", "2048"]
-runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo_continuous_action.py", run_name="__main__")
-""", timeout_s=300),
-    Case("CleanRL ppo_continuous_action.py, Pendulum-v1 (reference)", "cleanrl", """
-import runpy, sys
-sys.argv = ["ppo_continuous_action.py", "--env-id", "Pendulum-v1", "--total-timesteps", "2048"]
-runpy.run_path(os.environ["CLEANRL_DIR"] + "/ppo_continuous_action.py", run_name="__main__")
-""", timeout_s=300),
-    # -- PettingZoo
-    Case("PettingZoo parallel_api_test, seed test, render_test", "pettingzoo", """
-from pettingzoo.test import parallel_api_test, parallel_seed_test, render_test
-from pettingzoo.utils.conversions import parallel_to_aec
-from gymjax.wrappers.pettingzoo import PettingZooEnv
-make = lambda **kw: PettingZooEnv("JaxMultiAnt-v0", engine="mujoco", max_episode_steps=30, width=32, height=32, **kw)
-parallel_api_test(make(), num_cycles=40)
-parallel_seed_test(make)
-render_test(lambda **kw: parallel_to_aec(make(**kw)))  # render_test steps the AEC API
-""", timeout_s=300, cheap=True),
-]
+
+def zoo_train(env_id: str, *extra: str, enjoy: bool = False, conf: bool = False):
+    folder = tempfile.mkdtemp()
+    args = [
+        "-m",
+        "rl_zoo3.train",
+        "--algo",
+        "ppo",
+        "--env",
+        env_id,
+        "-n",
+        "2000",
+        "--gym-packages",
+        "gymjax",
+        "-f",
+        folder,
+        "--seed",
+        "0",
+        *extra,
+    ]
+    if conf:
+        path = pathlib.Path(folder) / "my.yml"
+        path.write_text(ZOO_CONF)
+        args += ["-conf", str(path)]
+    _cli(args)
+    if enjoy:
+        _cli(
+            [
+                "-m",
+                "rl_zoo3.enjoy",
+                "--algo",
+                "ppo",
+                "--env",
+                env_id,
+                "-f",
+                folder,
+                "--gym-packages",
+                "gymjax",
+                "-n",
+                "300",
+                "--no-render",
+            ]
+        )
 
 
-def case_names() -> list[str]:
-    return [c.name for c in CASES]
+# ---------------------------------------------------------------- torchrl
+
+
+def torchrl_check_env_specs(env_id: str, **kwargs):
+    from torchrl.envs import GymEnv
+    from torchrl.envs.utils import check_env_specs
+
+    import gymjax  # noqa: F401  (GymEnv makes the env by id)
+
+    check_env_specs(GymEnv(env_id, **kwargs))
+
+
+def torchrl_gym_wrapper(env_id: str):
+    from torchrl.envs import GymWrapper
+    from torchrl.envs.utils import check_env_specs
+
+    env = GymWrapper(_make_vec(env_id))
+    check_env_specs(env)
+    rollout = env.rollout(100, break_when_any_done=False)
+    _require(rollout.batch_size[-1] == 100, f"rollout batch size {rollout.batch_size}")
+
+
+# ---------------------------------------------------------------- CleanRL
+
+
+def cleanrl_folder(source: str) -> pathlib.Path | None:
+    """The folder holding CleanRL's scripts for ``source`` ("pypi" or "CLEANRL_DIR"), fetched if need be."""
+    if source == "CLEANRL_DIR":
+        folder = os.environ.get("CLEANRL_DIR")
+        return pathlib.Path(folder) if folder and (pathlib.Path(folder) / "ppo.py").is_file() else None
+    folder = CLEANRL_CACHE / f"cleanrl-{CLEANRL_RELEASE}" / "cleanrl"
+    if not (folder / "ppo.py").is_file():
+        import zipfile
+
+        download = pathlib.Path(tempfile.mkdtemp())
+        # The wheel says Requires-Python <3.11, but its scripts are plain files a user copies out.
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"cleanrl=={CLEANRL_RELEASE}",
+                "--no-deps",
+                "--ignore-requires-python",
+                "-q",
+                "-d",
+                str(download),
+            ],
+            capture_output=True,
+            check=False,
+        )
+        wheels = list(download.glob("cleanrl-*.whl"))
+        if done.returncode or not wheels:
+            return None
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            for script in ("ppo.py", "ppo_continuous_action.py"):
+                (folder / script).parent.mkdir(parents=True, exist_ok=True)
+                (folder / script).write_bytes(wheel.read(f"cleanrl/{script}"))
+    return folder
+
+
+def cleanrl_script(source: str, script: str, env_id: str, *args: str) -> dict:
+    """Runs CleanRL's script unmodified after ``import gymjax``; returns CleanRL's last SPS line."""
+    import runpy
+
+    import gymjax  # noqa: F401  (CleanRL makes its envs with gym.make(env_id))
+
+    path = cleanrl_folder(source) / script
+    sys.argv = [str(path), "--env-id", env_id, *args]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path(str(path), run_name="__main__")
+    sps = [int(line.split()[-1]) for line in out.getvalue().splitlines() if line.startswith("SPS:")]
+    _require(bool(sps), "the script printed no SPS line (did it train at all?)")
+    return {"sps": sps[-1]}
+
+
+# ---------------------------------------------------------------- PettingZoo
+
+
+def pettingzoo_api_test(**kwargs):
+    from pettingzoo.test import parallel_api_test
+
+    from gymjax.wrappers.pettingzoo import PettingZooEnv
+
+    parallel_api_test(PettingZooEnv(**kwargs), num_cycles=50)
+
+
+def pettingzoo_seed_test(**kwargs):
+    from pettingzoo.test import parallel_seed_test
+
+    from gymjax.wrappers.pettingzoo import PettingZooEnv
+
+    parallel_seed_test(lambda: PettingZooEnv(**kwargs))
+
+
+def pettingzoo_render_test(**kwargs):
+    from pettingzoo.test import render_test
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    from gymjax.wrappers.pettingzoo import PettingZooEnv
+
+    # render_test drives the AEC API, so the parallel env goes through PettingZoo's own converter.
+    render_test(lambda render_mode=None: parallel_to_aec(PettingZooEnv(render_mode=render_mode, **kwargs)))
+
+
+# ---------------------------------------------------------------- single-env speed
+
+
+def single_env_speed(ours_id: str, ours_kwargs: dict, reference_id: str, steps: int, rounds: int = 5) -> dict:
+    """Steps/s of one env through ``gymnasium.make``, gymjax's and Gymnasium's interleaved A,B,A,B."""
+    import statistics
+
+    import gymnasium
+
+    def rate(env, actions) -> float:
+        env.reset(seed=0)
+        start = time.perf_counter()
+        for action in actions:
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+        return len(actions) / (time.perf_counter() - start)
+
+    ours, reference = _make(ours_id, **ours_kwargs), gymnasium.make(reference_id)
+    reference.action_space.seed(0)
+    actions = [reference.action_space.sample() for _ in range(steps)]
+    rate(ours, actions[:200])  # compiles
+    rate(reference, actions[:200])
+    load_before = os.getloadavg()
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(rate(ours, actions))
+        b.append(rate(reference, actions))
+    return {
+        "gymjax": statistics.median(a),
+        "gymnasium": statistics.median(b),
+        "ratio": statistics.median(a) / statistics.median(b),
+        "steps": steps,
+        "rounds": rounds,
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+    }
+
+
+# ---------------------------------------------------------------- the cases
+
+P = functools.partial
+SINGLE_AGENT_IDS = ("JaxCartPole-v0", "JaxPendulum-v0", "JaxInvertedPendulum-v0", "JaxAnt-v0")
+C_ANT = {"backend": "mujoco"}  # MuJoCo's C engine: MJX's first Ant compile costs ~60 s on 2 cores
+
+
+def _cases() -> list[Case]:
+    gym, sb3, zoo, trl, pz = "Gymnasium", "SB3", "rl-zoo3", "torchrl", "PettingZoo"
+    moviepy, torch = ("moviepy",), ("torch",)
+    cases = [
+        Case(
+            gym,
+            "check_env(make(id).unwrapped)",
+            i,
+            P(gymnasium_check_env, i),
+            timeout_s=300 if i == "JaxAnt-v0" else 120,
+            cheap=i == "JaxCartPole-v0",
+        )
+        for i in SINGLE_AGENT_IDS
+    ]
+    for wrapper, env_id, args in [
+        ("RecordEpisodeStatistics", "JaxCartPole-v0", ()),
+        ("NormalizeReward", "JaxCartPole-v0", ()),
+        ("NormalizeObservation", "JaxCartPole-v0", ()),
+        ("ClipAction", "JaxPendulum-v0", ()),
+        ("RescaleAction", "JaxPendulum-v0", (-0.5, 0.5)),
+        ("FlattenObservation", "JaxCartPole-v0", ()),
+    ]:
+        cases.append(
+            Case(
+                gym,
+                f"wrappers.{wrapper}(make(id){''.join(f', {a}' for a in args)})",
+                env_id,
+                P(gymnasium_wrapper, env_id, wrapper, *args),
+                cheap=wrapper == "RecordEpisodeStatistics",
+            )
+        )
+    cases.append(
+        Case(
+            gym,
+            "wrappers.RecordVideo(make(id, render_mode='rgb_array'), tmp)",
+            "JaxCartPole-v0",
+            P(gymnasium_record_video, "JaxCartPole-v0"),
+            needs=moviepy,
+        )
+    )
+    for wrapper, env_id, args in [
+        ("RecordEpisodeStatistics", "JaxCartPole-v0", ()),
+        ("NormalizeObservation", "JaxCartPole-v0", ()),
+        ("NormalizeReward", "JaxCartPole-v0", ()),
+        ("ClipAction", "JaxPendulum-v0", ()),
+        ("RescaleAction", "JaxPendulum-v0", (-0.5, 0.5)),
+        ("DictInfoToList", "JaxCartPole-v0", ()),
+        ("NumpyToTorch", "JaxCartPole-v0", ()),
+    ]:
+        cases.append(
+            Case(
+                gym,
+                f"wrappers.vector.{wrapper}(make_vec(id, 4, 'vector_entry_point'))",
+                env_id,
+                P(gymnasium_vector_wrapper, env_id, wrapper, *args),
+                needs=torch if wrapper == "NumpyToTorch" else (),
+                cheap=wrapper == "NormalizeObservation",
+                # SAME_STEP stays gymjax's default (the README says when to ask for NEXT_STEP):
+                # Gymnasium's observation wrappers refuse it by name, which is the documented outcome.
+                refused="Expected autoreset_mode to be NEXT_STEP" if wrapper == "NormalizeObservation" else None,
+            )
+        )
+    # gymjax's vector env autoresets SAME_STEP by default, SyncVectorEnv NEXT_STEP: the README's advice
+    # for these wrappers, and Gymnasium's own SyncVectorEnv in SAME_STEP mode as the reference.
+    for wrapper, env_id, mode, needs in [
+        ("NormalizeObservation", "JaxCartPole-v0", "NEXT_STEP", ()),
+        ("NumpyToTorch", "JaxCartPole-v0", "NEXT_STEP", torch),
+        ("NumpyToTorch", "CartPole-v1", "SAME_STEP", torch),
+    ]:
+        how = (
+            "make_vec(id, 4, 'vector_entry_point', autoreset_mode=NEXT_STEP)"
+            if env_id.startswith("Jax")
+            else f"make_vec(id, 4, 'sync', vector_kwargs={{'autoreset_mode': {mode}}}) (reference)"
+        )
+        cases.append(
+            Case(
+                gym,
+                f"wrappers.vector.{wrapper}({how})",
+                env_id,
+                P(gymnasium_vector_wrapper, env_id, wrapper, autoreset_mode=mode),
+                needs=needs,
+            )
+        )
+    cases += [
+        Case(
+            gym,
+            "make_vec(id, 2, vectorization_mode='sync')",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "sync"),
+            cheap=True,
+        ),
+        Case(
+            gym,
+            "make_vec(id, 2, 'async') (fork, the default)",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "async"),
+            timeout_s=60,
+            cheap=True,
+        ),
+        Case(
+            gym,
+            "make_vec(id, 2, 'async') (fork) after a gymjax env ran",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "async", jax_ran_first=True),
+            timeout_s=60,
+            cheap=True,
+            # JAX's threads do not survive a fork: the workers refuse at once and name 'spawn'
+            # instead of hanging at their first JAX call.
+            refused="Start worker processes with 'spawn' or 'forkserver'",
+        ),
+        Case(
+            gym,
+            "make_vec(id, 2, 'async', vector_kwargs={'context': 'spawn'})",
+            "JaxCartPole-v0",
+            P(gymnasium_make_vec, "JaxCartPole-v0", "async", {"context": "spawn"}),
+            timeout_s=180,
+        ),
+    ]
+    for how in ("pickle", "copy.deepcopy", "cloudpickle"):
+        cases.append(
+            Case(
+                gym,
+                f"{how} of make(id), stepped; the clone continues alike",
+                "JaxCartPole-v0",
+                P(gymnasium_clone, "JaxCartPole-v0", how),
+                cheap=how == "pickle",
+            )
+        )
+    cases += [
+        Case(
+            gym,
+            "pickle of make(id, backend='mujoco'), stepped",
+            "JaxAnt-v0",
+            P(gymnasium_clone, "JaxAnt-v0", "pickle", **C_ANT),
+        ),
+        Case(
+            gym,
+            "unwrapped.model/data/dt/frame_skip/init_qpos/init_qvel/state_vector() vs Ant-v5",
+            "JaxAnt-v0",
+            P(gymnasium_mujoco_attributes, "JaxAnt-v0", "Ant-v5"),
+            timeout_s=300,
+        ),
+        Case(
+            gym,
+            "the same attributes, make(id, backend='mujoco')",
+            "JaxAnt-v0",
+            P(gymnasium_mujoco_attributes, "JaxAnt-v0", "Ant-v5", **C_ANT),
+            cheap=True,
+        ),
+        Case(
+            gym, "reset(seed=0, options={})", "JaxCartPole-v0", P(gymnasium_reset_options, "JaxCartPole-v0")
+        ),
+        Case(
+            gym,
+            "reset(seed=0, options={}), backend='mujoco'",
+            "JaxAnt-v0",
+            P(gymnasium_reset_options, "JaxAnt-v0", **C_ANT),
+        ),
+    ]
+    render_options = {"camera_id": 0, "camera_name": "track", "max_geom": 500}
+    for option, value in render_options.items():
+        cases.append(
+            Case(
+                gym,
+                f"make(id, render_mode='rgb_array', {option}={value!r}), backend='mujoco'",
+                "JaxAnt-v0",
+                P(gymnasium_render_option, "JaxAnt-v0", **C_ANT, **{option: value}),
+            )
+        )
+    cases += [
+        Case(
+            gym,
+            "make(id, render_mode='rgb_array', visual_options={mjVIS_CONTACTPOINT: True})",
+            "JaxAnt-v0",
+            P(_visual_options_case, "JaxAnt-v0"),
+        ),
+        Case(
+            gym,
+            "make(id, render_mode='human') (SDL dummy display)",
+            "JaxCartPole-v0",
+            P(gymnasium_render_human, "JaxCartPole-v0"),
+            needs=("pygame",),
+        ),
+        Case(
+            gym,
+            "make(id, render_mode='human', backend='mujoco')",
+            "JaxAnt-v0",
+            P(gymnasium_render_human, "JaxAnt-v0", **C_ANT),
+        ),
+    ]
+    sb3_needs = ("stable_baselines3",)
+    cases += [
+        Case(
+            sb3,
+            "common.env_checker.check_env(make(id))",
+            "JaxCartPole-v0",
+            P(sb3_check_env, "JaxCartPole-v0"),
+            sb3_needs,
+            cheap=True,
+        ),
+        Case(
+            sb3,
+            "common.env_checker.check_env(make(id))",
+            "JaxPendulum-v0",
+            P(sb3_check_env, "JaxPendulum-v0"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "make_vec_env(id, n_envs=2), random steps",
+            "JaxCartPole-v0",
+            P(sb3_make_vec_env, "JaxCartPole-v0"),
+            sb3_needs,
+            cheap=True,
+        ),
+        # Fewer updates than SB3's defaults: on 2 busy cores SAC's default (one gradient step per env
+        # step) runs ~6 updates/s whatever the env (Gymnasium's Pendulum-v1 included).
+        Case(
+            sb3,
+            "PPO('MlpPolicy', id, n_steps=512, batch_size=128, n_epochs=4).learn(2048)",
+            "JaxCartPole-v0",
+            P(sb3_learn, "PPO", "JaxCartPole-v0", 2048, n_steps=512, batch_size=128, n_epochs=4),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "A2C('MlpPolicy', id, n_steps=50).learn(2000)",
+            "JaxCartPole-v0",
+            P(sb3_learn, "A2C", "JaxCartPole-v0", n_steps=50),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "SAC('MlpPolicy', id, learning_starts=200, train_freq=16).learn(2000)",
+            "JaxPendulum-v0",
+            P(sb3_learn, "SAC", "JaxPendulum-v0", learning_starts=200, train_freq=16),
+            sb3_needs,
+            timeout_s=240,
+        ),
+        Case(
+            sb3,
+            "VecNormalize(make_vec_env(id, 2)) + PPO(n_epochs=2).learn(512)",
+            "JaxPendulum-v0",
+            P(sb3_vec_wrapper, "JaxPendulum-v0", "VecNormalize"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "VecFrameStack(make_vec_env(id, 2), 4) + PPO(n_epochs=2).learn(512)",
+            "JaxCartPole-v0",
+            P(sb3_vec_wrapper, "JaxCartPole-v0", "VecFrameStack"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "VecVideoRecorder(make_vec_env(id, 2, render_mode='rgb_array'))",
+            "JaxCartPole-v0",
+            P(sb3_video_recorder, "JaxCartPole-v0"),
+            sb3_needs + moviepy,
+        ),
+        Case(
+            sb3,
+            "PPO save / load / evaluate_policy",
+            "JaxCartPole-v0",
+            P(sb3_save_load, "JaxCartPole-v0"),
+            sb3_needs,
+        ),
+        Case(
+            sb3,
+            "PPO(n_epochs=2).learn(1024) on gymjax.wrappers.sb3.SB3VecEnv(id, 8)",
+            "JaxCartPole-v0",
+            P(sb3_gymjax_vec_env, "JaxCartPole-v0"),
+            sb3_needs,
+            cheap=True,
+        ),
+    ]
+    zoo_needs = ("rl_zoo3",)
+    cases += [
+        Case(
+            zoo,
+            "rl_zoo3.train --algo ppo -n 2000 --gym-packages gymjax, then rl_zoo3.enjoy -n 300 --no-render",
+            "JaxCartPole-v0",
+            P(zoo_train, "JaxCartPole-v0", enjoy=True),
+            zoo_needs,
+            timeout_s=300,
+        ),
+        Case(
+            zoo,
+            "rl_zoo3.train ... --vec-env subproc",
+            "JaxCartPole-v0",
+            P(zoo_train, "JaxCartPole-v0", "--vec-env", "subproc"),
+            zoo_needs,
+            timeout_s=240,
+        ),
+        Case(
+            zoo,
+            "rl_zoo3.train ... -conf my.yml",
+            "JaxCartPole-v0",
+            P(zoo_train, "JaxCartPole-v0", conf=True),
+            zoo_needs,
+            timeout_s=240,
+        ),
+    ]
+    trl_needs = ("torchrl",)
+    cases += [
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id))",
+            "JaxCartPole-v0",
+            P(torchrl_check_env_specs, "JaxCartPole-v0"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id))",
+            "JaxPendulum-v0",
+            P(torchrl_check_env_specs, "JaxPendulum-v0"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id, backend='mujoco'))",
+            "JaxAnt-v0",
+            P(torchrl_check_env_specs, "JaxAnt-v0", backend="mujoco"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "check_env_specs(GymEnv(id, engine='mujoco'))",
+            "JaxAnt-v0",
+            P(torchrl_check_env_specs, "JaxAnt-v0", engine="mujoco"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "GymWrapper(make_vec(id, 4, 'vector_entry_point')): check_env_specs, rollout(100)",
+            "JaxCartPole-v0",
+            P(torchrl_gym_wrapper, "JaxCartPole-v0"),
+            trl_needs,
+        ),
+    ]
+    cleanrl_needs = ("torch", "tensorboard", "tyro")
+    short = (
+        "--total-timesteps",
+        "2048",
+        "--num-steps",
+        "256",
+    )  # ppo_continuous_action's default rollout is 2048
+    for source, label in (
+        ("pypi", f"CleanRL {CLEANRL_RELEASE} (PyPI)"),
+        ("CLEANRL_DIR", "CleanRL (CLEANRL_DIR)"),
+    ):
+        for script, env_id, args in [
+            ("ppo.py", "JaxCartPole-v0", ("--total-timesteps", "2048")),
+            ("ppo.py", "CartPole-v1", ("--total-timesteps", "2048")),
+            ("ppo_continuous_action.py", "JaxPendulum-v0", short),
+            ("ppo_continuous_action.py", "JaxInvertedPendulum-v0", short),
+            ("ppo_continuous_action.py", "Pendulum-v1", short),
+        ]:
+            reference = "" if env_id.startswith("Jax") else " (reference)"
+            cases.append(
+                Case(
+                    label,
+                    f"{script} {' '.join(args)}{reference}",
+                    env_id,
+                    P(cleanrl_script, source, script, env_id, *args),
+                    cleanrl_needs,
+                    cleanrl=source,
+                    timeout_s=240,
+                )
+            )
+    pz_needs = ("pettingzoo",)
+    c_multi = {"engine": "mujoco", "max_episode_steps": 40, "width": 64, "height": 48}
+    cases += [
+        Case(
+            pz,
+            "parallel_api_test(PettingZooEnv())",
+            "JaxMultiAnt-v0",
+            pettingzoo_api_test,
+            pz_needs,
+            timeout_s=300,
+        ),
+        Case(
+            pz,
+            "parallel_api_test(PettingZooEnv(engine='mujoco'))",
+            "JaxMultiAnt-v0",
+            P(pettingzoo_api_test, **c_multi),
+            pz_needs,
+            cheap=True,
+        ),
+        Case(
+            pz,
+            "parallel_seed_test(lambda: PettingZooEnv(engine='mujoco'))",
+            "JaxMultiAnt-v0",
+            P(pettingzoo_seed_test, **c_multi),
+            pz_needs,
+        ),
+        Case(
+            pz,
+            "render_test(parallel_to_aec(PettingZooEnv(engine='mujoco', render_mode=...)))",
+            "JaxMultiAnt-v0",
+            P(pettingzoo_render_test, **c_multi),
+            pz_needs,
+        ),
+    ]
+    cases += [
+        Case(
+            "speed",
+            "steps/s, make(id) vs make('CartPole-v1'), 3000 random steps x 5 rounds",
+            "JaxCartPole-v0",
+            P(single_env_speed, "JaxCartPole-v0", {}, "CartPole-v1", 3000),
+        ),
+        Case(
+            "speed",
+            "steps/s, make(id, backend='mujoco') vs make('Ant-v5'), 2000 random steps x 5 rounds",
+            "JaxAnt-v0",
+            P(single_env_speed, "JaxAnt-v0", C_ANT, "Ant-v5", 2000),
+            timeout_s=240,
+        ),
+    ]
+    return cases
+
+
+def _visual_options_case(env_id: str):
+    import mujoco
+
+    gymnasium_render_option(env_id, **C_ANT, visual_options={mujoco.mjtVisFlag.mjVIS_CONTACTPOINT: True})
+
+
+CASES = _cases()
+
+
+# ---------------------------------------------------------------- running the cases
+
+
+def missing(case: Case) -> str | None:
+    """Why ``case`` cannot run here (a client not installed), or None."""
+    absent = [m for m in case.needs if importlib.util.find_spec(m) is None]
+    if absent:
+        return f"not installed: {', '.join(absent)}"
+    if case.cleanrl and cleanrl_folder(case.cleanrl) is None:
+        if case.cleanrl == "CLEANRL_DIR":
+            return "set CLEANRL_DIR to a CleanRL checkout's cleanrl/ folder"
+        return f"could not download cleanrl=={CLEANRL_RELEASE} from PyPI"
+    return None
 
 
 def run_case(case: Case, timeout_s: float | None = None) -> dict:
-    """Runs one case in a fresh process; ``status`` is pass, fail, hangs or skipped."""
-    missing = _missing(case.client)
-    if missing:
-        return {"status": "skipped", "error": missing, "seconds": 0.0, "notes": []}
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    with tempfile.TemporaryDirectory() as cwd:  # clients write logs and videos where they run
-        program = pathlib.Path(cwd) / "case.py"
-        program.write_text(PRELUDE + textwrap.dedent(case.code))
+    """Runs ``case`` in a fresh process; ``status`` is pass, refused, fail, hangs or skipped."""
+    reason = missing(case)
+    if reason:
+        return {
+            "status": "skipped",
+            "seconds": 0.0,
+            "error": reason,
+            "origin": None,
+            "error_elsewhere": None,
+            "result": None,
+            "traceback": None,
+        }
+    timeout_s = timeout_s or case.timeout_s
+    env = {
+        **os.environ,
+        **{k: v for k, v in CASE_ENV.items() if k not in os.environ},
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    with tempfile.TemporaryDirectory() as cwd:  # clients write logs, runs/ and videos where they run
+        result_file, log = pathlib.Path(cwd) / "result.json", pathlib.Path(cwd) / "output.log"
         start = time.perf_counter()
-        try:
-            done = subprocess.run([sys.executable, str(program)], cwd=cwd, env=env, capture_output=True,
-                                  text=True, timeout=timeout_s or case.timeout_s)
-        except subprocess.TimeoutExpired:
-            return {"status": "hangs", "error": f"no result in {timeout_s or case.timeout_s:.0f} s",
-                    "seconds": time.perf_counter() - start, "notes": []}
-    seconds = time.perf_counter() - start
-    notes = [line[6:] for line in done.stdout.splitlines() if line.startswith("NOTE: ")]
-    error = _first_error(done.stderr) if done.returncode else None
-    if case.expect_error is not None:
-        ok = done.returncode != 0 and case.expect_error in done.stderr
-        status = "pass" if ok else "fail"
-        error = None if ok else (error or "ran without the expected error")
-        notes.append("refused with a clear error, as designed")
-    else:
-        status = "pass" if done.returncode == 0 else "fail"
-    return {"status": status, "error": error, "seconds": seconds, "notes": notes}
+        with open(log, "w") as output:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.clients",
+                    "--run-case",
+                    case.name,
+                    "--result",
+                    str(result_file),
+                ],
+                cwd=cwd,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            try:
+                process.wait(timeout=timeout_s)
+                hung = False
+            except subprocess.TimeoutExpired:
+                hung = True
+            finally:  # its children too (async workers, zoo's subprocesses)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        seconds = time.perf_counter() - start
+        output_text = log.read_text(errors="replace")
+        if result_file.is_file():
+            record = json.loads(result_file.read_text())
+            if hung:
+                record["error"] = f"finished, then did not exit within {timeout_s:.0f} s (killed)"
+                record["status"] = "hangs"
+        elif hung:
+            record = {"status": "hangs", "error": f"no result within {timeout_s:.0f} s", "origin": None}
+        else:
+            line, origin = _traceback_summary(output_text)
+            record = {
+                "status": "fail",
+                "error": f"process died (exit {process.returncode}): {line}",
+                "origin": origin,
+            }
+    elsewhere = _other_error(output_text, record.get("error")) if record["status"] != "pass" else None
+    if case.refused is not None:
+        said = f"{record.get('error') or ''} {elsewhere or ''} {output_text}"
+        if record["status"] == "fail" and case.refused in said:
+            record["status"] = "refused"
+        elif record["status"] == "pass":
+            record = {**record, "status": "fail", "error": f"expected a refusal naming {case.refused!r}"}
+    return {
+        "status": record["status"],
+        "seconds": seconds,
+        "error": record.get("error"),
+        "origin": record.get("origin"),
+        "error_elsewhere": elsewhere,
+        "result": record.get("result"),
+        "traceback": record.get("traceback"),
+    }
 
 
-def _missing(client: str) -> str | None:
-    if client == "cleanrl":
-        folder = os.environ.get("CLEANRL_DIR", "")
-        ok = folder and os.path.isfile(os.path.join(folder, "ppo.py")) and importlib.util.find_spec("tyro")
-        return None if ok else "set CLEANRL_DIR to a CleanRL checkout's cleanrl/ folder (and pip install tyro)"
-    return None if importlib.util.find_spec(client) else f"{client} is not installed"
+def _other_error(output: str, error: str | None) -> str | None:
+    """The first exception line in the output that is not ``error``: a worker process's, say."""
+    for line in output.splitlines():
+        match = re.match(r"^([A-Za-z_][\w.]*(Error|Exception)): (.+)", line)
+        if match and (error is None or match[3][:60] not in error):
+            return line.strip()[:300]
+    return None
 
 
-def _first_error(stderr: str) -> str:
-    """The exception line of a traceback (the last line naming an Error or Exception)."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if "Error" in line.split(":")[0] or "Exception" in line.split(":")[0]:
-            return line[:300]
-    return (lines[-1] if lines else "exit status != 0")[:300]
+def _run_in_this_process(name: str, result_file: str) -> None:
+    """The ``--run-case`` side: runs one case and writes its record as JSON."""
+    case = {c.name: c for c in CASES}[name]
+    try:
+        record = {"status": "pass", "result": case.run()}
+    except SystemExit as exc:  # CLI clients exit; 0 is a success
+        record = {
+            "status": "pass" if exc.code in (0, None) else "fail",
+            "error": f"SystemExit: {exc.code}",
+            "origin": _raise_site(exc),
+        }
+    except BaseException as exc:  # noqa: BLE001 - every failure is a row of the table
+        traceback.print_exc()
+        first = (str(exc).strip().splitlines() or [""])[0]
+        record = {
+            "status": "fail",
+            "error": f"{type(exc).__name__}: {first}"[:300],
+            "origin": _raise_site(exc),
+            "traceback": traceback.format_exc()[-4000:],
+        }
+    pathlib.Path(result_file).write_text(json.dumps(record, default=str))
 
 
-def single_env_speed(steps: int = 2000, rounds: int = 3) -> dict:
-    """Steps/s of one env through gymnasium.make, gymjax's against Gymnasium's, interleaved."""
-    code = PRELUDE + textwrap.dedent(f"""
-    import json, time, statistics
-    def rate(env, actions):
-        env.reset(seed=0)
-        start = time.perf_counter()
-        for a in actions:
-            _, _, term, trunc, _ = env.step(a)
-            if term or trunc:
-                env.reset()
-        return len(actions) / (time.perf_counter() - start)
-    pairs = {{"CartPole": ("JaxCartPole-v0", "CartPole-v1", {{}}), "Ant": ("JaxAnt-v0", "Ant-v5", {{"engine": "mujoco"}})}}
-    out = {{}}
-    for name, (ours_id, ref_id, kw) in pairs.items():
-        ours, ref = gymnasium.make(ours_id, **kw), gymnasium.make(ref_id)
-        actions = [ref.action_space.sample() for _ in range({steps})]
-        rate(ours, actions[:100])
-        a, b = [], []
-        for _ in range({rounds}):
-            a.append(rate(ours, actions)); b.append(rate(ref, actions))
-        out[name] = {{"gymjax": statistics.median(a), "gymnasium": statistics.median(b),
-                     "ratio": statistics.median(a) / statistics.median(b), "load_1min": os.getloadavg()[0]}}
-    print(json.dumps(out))
-    """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if done.returncode:
-        return {"error": _first_error(done.stderr)}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def _raise_site(exc: BaseException) -> str | None:
+    """Where ``exc`` was raised, and the innermost gymjax frame on the way when that is elsewhere."""
+    if getattr(exc, "origin", None):
+        return exc.origin
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    site = lambda f: f"{_short_path(f.filename)}:{f.lineno} in {f.name}"
+    ours = [f for f in frames if _is_gymjax(f.filename)]
+    text = site(frames[-1])
+    if ours and ours[-1] is not frames[-1]:
+        text += f" (via {site(ours[-1])})"
+    return text
+
+
+# ---------------------------------------------------------------- the report
 
 
 def markdown(report: dict) -> str:
     lines = [
         "# Third-party clients on gymjax envs",
         "",
-        "Produced by `python -m benchmarks.clients` (each case a fresh process, unmodified client code; "
-        "`tests/test_clients.py` runs the cheap ones in CI). Versions: "
-        + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".",
+        (
+            "`python -m benchmarks.clients`: each case is unmodified client code in a fresh process with a "
+            "timeout; `tests/test_clients.py` runs the cheap ones in CI. "
+            f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
+            f"Load average (1 min) at the start: {report['loadavg_start'][0]:.2f}; {report['cpus']} CPUs."
+        ),
         "",
-        "| case | result | seconds | notes / first error line |",
-        "|---|---|---|---|",
+        "| client | what was run | env id | result | s | first error line (raised at) |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, r in report["cases"].items():
-        detail = "; ".join(r["notes"]) or ""
+    rows = [r for r in report["cases"] if r["client"] != "speed"]
+    for r in rows:
+        detail = ""
         if r["error"]:
-            detail = (detail + "; " if detail else "") + "`" + r["error"].replace("|", "\\|") + "`"
-        lines.append(f"| {name} | {r['status']} | {r['seconds']:.0f} | {detail} |")
-    speed = report.get("single_env_speed") or {}
-    if "error" not in speed and speed:
-        lines += ["", "## One env through `gymnasium.make`, steps/s (interleaved, medians)", "",
-                  "| env | gymjax | Gymnasium | ratio | load (1 min) |", "|---|---|---|---|---|"]
-        for name, r in speed.items():
-            lines.append(f"| {name} | {r['gymjax']:,.0f} | {r['gymnasium']:,.0f} | {r['ratio']:.2f} | {r['load_1min']:.2f} |")
+            detail = "`" + r["error"].replace("|", "\\|").replace("`", "'") + "`"
+            if r.get("origin"):
+                detail += f" ({r['origin']})"
+            if r.get("error_elsewhere"):
+                detail += (
+                    "; first error in its output: `"
+                    + r["error_elsewhere"].replace("|", "\\|").replace("`", "'")
+                    + "`"
+                )
+        elif isinstance(r["result"], dict) and "sps" in r["result"]:
+            detail = f"CleanRL's own SPS: {r['result']['sps']}"
+        elif isinstance(r["result"], str):
+            detail = r["result"]
+        cells = [r["client"], f"`{r['what']}`", r["env_id"], r["status"], f"{r['seconds']:.0f}", detail]
+        lines.append("| " + " | ".join(cells) + " |")
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "refused", "fail", "hangs", "skipped")}
+    references = [r for r in rows if "(reference)" in r["what"]]
+    lines += [
+        "",
+        ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(rows)} cases, of which "
+        f"{len(references)} run Gymnasium's own env (reference): "
+        f"{sum(r['status'] == 'pass' for r in references)} of those pass.",
+        "",
+    ]
+    speed = [r for r in report["cases"] if r["client"] == "speed"]
+    if speed:
+        lines += [
+            "## One env through `gymnasium.make`: steps/s, random actions, interleaved A,B,A,B, medians",
+            "",
+            "| env | gymjax | Gymnasium | ratio | load avg before / after |",
+            "|---|---|---|---|---|",
+        ]
+        for r in speed:
+            m = r["result"]
+            if r["status"] != "pass":
+                lines.append(f"| {r['what']} | {r['status']}: {r['error']} | | | |")
+                continue
+            lines.append(
+                f"| `{r['what'].split(', ', 1)[1]}` | {m['gymjax']:,.0f} | {m['gymnasium']:,.0f} | "
+                f"{m['ratio']:.2f} | {m['loadavg_before'][0]:.2f} / {m['loadavg_after'][0]:.2f} |"
+            )
+        lines.append("")
+    sps = {
+        (r["client"], r["env_id"]): r["result"]["sps"]
+        for r in rows
+        if isinstance(r["result"], dict) and "sps" in r["result"] and "ppo.py" in r["what"]
+    }
+    for client in {c for c, _ in sps}:
+        if (client, "JaxCartPole-v0") in sps and (client, "CartPole-v1") in sps:
+            ours, theirs = sps[client, "JaxCartPole-v0"], sps[client, "CartPole-v1"]
+            lines.append(
+                f"{client} `ppo.py`, same budget: SPS {ours} on JaxCartPole-v0, {theirs} on "
+                f"CartPole-v1 (ratio {ours / theirs:.2f})."
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -380,38 +1294,57 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {}
-    for dist in ("gymnasium", "stable-baselines3", "rl_zoo3", "torchrl", "cleanrl", "pettingzoo", "torch", "jax"):
+    for dist in (
+        "gymjax",
+        "gymnasium",
+        "stable-baselines3",
+        "rl_zoo3",
+        "torchrl",
+        "pettingzoo",
+        "torch",
+        "jax",
+        "mujoco",
+    ):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = "not installed"
+    folder = os.environ.get("CLEANRL_DIR")
+    out["CleanRL"] = f"{CLEANRL_RELEASE} (PyPI)" + (f" and CLEANRL_DIR={folder}" if folder else "")
     return out
 
 
 def main(argv=None) -> int:
-    from tqdm import tqdm
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="run the cases whose name contains this text")
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--only", help="run the cases whose name contains this text (case-insensitive)")
+    parser.add_argument("--list", action="store_true", help="list the cases (CI ones marked) and exit")
+    parser.add_argument("--out", default=str(RESULTS), help="folder for clients.{json,md}")
+    parser.add_argument("--run-case", help=argparse.SUPPRESS)  # the child process's side
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.run_case:
+        _run_in_this_process(args.run_case, args.result)
+        return 0
     cases = [c for c in CASES if args.only is None or args.only.lower() in c.name.lower()]
     if args.list:
-        print("\n".join(f"{c.name}  [{c.client}{', CI' if c.cheap else ''}]" for c in cases))
+        print("\n".join(f"{'CI ' if c.cheap else '   '}{c.name}" for c in cases))
         return 0
-    report = {"versions": _versions(), "cases": {}}
+    from tqdm import tqdm
+
+    report = {"versions": _versions(), "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(), "cases": []}
     for case in tqdm(cases, desc="clients", unit="case"):
-        report["cases"][case.name] = result = run_case(case)
-        tqdm.write(f"{result['status']:>7}  {case.name}" + (f": {result['error']}" if result["error"] else ""))
-    if args.only is None:
-        report["single_env_speed"] = single_env_speed()
+        result = run_case(case)
+        report["cases"].append({"client": case.client, "what": case.what, "env_id": case.env_id, **result})
+        tqdm.write(
+            f"{result['status']:>7} {result['seconds']:5.0f} s  {case.name}"
+            + (f"\n          {result['error']}" if result["error"] else "")
+        )
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "clients" if args.only is None else "clients_partial"
     (out / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
     (out / f"{stem}.md").write_text(markdown(report))
-    print(markdown(report))
+    print(f"wrote {out / stem}.json and .md")
     return 0
 
 
