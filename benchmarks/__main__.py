@@ -1,4 +1,4 @@
-"""``python -m benchmarks`` (also ``gymjax bench``): runs the suites and writes one report.
+"""``python -m benchmarks``: runs the suites and writes one report.
 
     python -m benchmarks                         # every suite, full sizes (about an hour on 2 CPU cores)
     python -m benchmarks --suite env --sizes 64 256
