@@ -317,6 +317,7 @@ class Stack:
     ours: bool
     family: str
     needs: tuple[str, ...] = ()  # optional packages (keys of PEERS)
+    unsupported: Callable[[], str | None] = lambda: None  # why it cannot run on this install, or None
     note: str = ""  # what it is, in the report
     sizes: tuple[int, ...] | None = None  # the only sizes it takes (a single env: (1,))
     max_n: int | None = None  # larger sizes are skipped, with max_n_reason

@@ -15,6 +15,7 @@ import sys
 import jax
 import pytest
 
+from benchmarks import __main__ as bench_main
 from benchmarks import harness
 from benchmarks.suites import SUITES
 from gymjax import cli
@@ -129,6 +130,7 @@ def test_ratios_are_this_runs_medians_divided(quick_run):
     env = {(r["ours"], r["peer"]) for r in report["suites"]["env"]["ratios"]}
     assert ("JaxAnt-v0 VectorEnv (mujoco)", "Gymnasium Ant-v5 SyncVectorEnv") in env
     assert ("JaxAnt-v0 VectorEnv (mujoco)", "JaxAnt-v0 raw step (mujoco)") in env  # an adapter's cost
+    assert ("JaxAnt-v0 VectorEnv (mujoco)", "mujoco.rollout (MuJoCo C alone)") in env  # the C ceiling
     adapters = {(r["ours"], r["peer"]) for r in report["suites"]["adapters"]["ratios"]}
     assert ("PettingZooEnv, JaxMultiAnt-v0 2x4 (mujoco)", "MaMuJoCo Ant 2x4 ParallelEnv") in adapters
 
@@ -200,6 +202,17 @@ def test_missing_peer_reasons(monkeypatch):
     )
 
 
+def test_a_stack_this_install_cannot_run_is_skipped_with_its_reason(monkeypatch):
+    from mujoco import rollout
+
+    monkeypatch.delattr(rollout, "Rollout")  # as in a MuJoCo without the rollout thread pool
+    args = bench_main.parser().parse_args(["--suite", "env", "--quick", "--stacks", "mujoco.rollout"])
+    report = bench_main.run(args, ["test"])  # nothing to measure: no worker starts
+    entry = report["suites"]["env"]["stacks"]["mujoco.rollout (MuJoCo C alone)"]
+    assert entry["status"] == "skipped" and "has no mujoco.rollout.Rollout" in entry["reason"]
+    assert report["skipped"][0]["reason"] == entry["reason"] and report["failed"] == []
+
+
 def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
     spec = {"suite": "env", "stack": "no such stack", "sizes": [1], "quick": True, "timing": {}}
     error = harness.run_isolated(spec, timeout_s=120, jax_cache=None, on_record=print)
@@ -207,7 +220,6 @@ def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
     spec["stack"] = "Gymnasium Ant-v5 SyncVectorEnv"
     error = harness.run_isolated(spec, timeout_s=0.1, jax_cache=None, on_record=print)
     assert error.startswith("timed out after 0.1 s; output ends:")
-
 
 def test_gymjax_bench_hands_its_options_to_the_harness(capfd, monkeypatch, tmp_path):
     assert cli.main(["bench", "--help"]) == 0  # the harness runs in a process of its own
