@@ -18,7 +18,6 @@ import pytest
 from benchmarks import __main__ as bench_main
 from benchmarks import harness
 from benchmarks.suites import SUITES
-from gymjax import cli
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CACHE = REPO / ".jax_cache"  # the tests' compile cache (conftest.py)
@@ -220,10 +219,3 @@ def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
     spec["stack"] = "Gymnasium Ant-v5 SyncVectorEnv"
     error = harness.run_isolated(spec, timeout_s=0.1, jax_cache=None, on_record=print)
     assert error.startswith("timed out after 0.1 s; output ends:")
-
-def test_gymjax_bench_hands_its_options_to_the_harness(capfd, monkeypatch, tmp_path):
-    assert cli.main(["bench", "--help"]) == 0  # the harness runs in a process of its own
-    assert "--suite {env,adapters,train,all}" in capfd.readouterr().out
-    monkeypatch.setattr(cli, "benchmarks_root", lambda: tmp_path)  # an installed wheel: no benchmarks/
-    with pytest.raises(SystemExit, match="Run it from a source checkout"):
-        cli.main(["bench", "--quick"])
