@@ -1,4 +1,5 @@
-"""The benchmark harness: its smoke run (``python -m benchmarks --suite all --quick``) and its parts.
+"""The benchmark harness: its smoke run (``python -m benchmarks --suite all --quick``) and its parts;
+and the results page (``benchmarks/results/README.md``), which must be what the committed JSON gives.
 
 The smoke run is what CI runs of the harness: it checks that the JSON, the
 Markdown and the PNGs are written and well formed, that every stack is
@@ -9,6 +10,8 @@ the run's own figures divided.
 
 import json
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 
@@ -16,7 +19,7 @@ import jax
 import pytest
 
 from benchmarks import __main__ as bench_main
-from benchmarks import harness
+from benchmarks import harness, results_doc
 from benchmarks.suites import SUITES
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -219,3 +222,24 @@ def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
     spec["stack"] = "Gymnasium Ant-v5 SyncVectorEnv"
     error = harness.run_isolated(spec, timeout_s=0.1, jax_cache=None, on_record=print)
     assert error.startswith("timed out after 0.1 s; output ends:")
+
+
+# -- the results page ---------------------------------------------------------------------------
+
+
+def test_the_results_page_is_what_the_committed_json_gives():
+    committed = results_doc.PAGE.read_text()
+    assert committed == results_doc.page(), "stale: run python -m benchmarks.results_doc and commit the page"
+
+
+def test_the_results_page_links_committed_files_and_follows_its_json(tmp_path):
+    text = results_doc.page()
+    for target in re.findall(r"\]\(([^)#]+)\)", text):
+        assert (results_doc.RESULTS / target).is_file(), target
+    for result in results_doc.SHOWN:
+        shutil.copy(results_doc.RESULTS / f"{result.stem}.json", tmp_path)
+    distributed = json.loads((tmp_path / "distributed.json").read_text())
+    distributed["rows"][0]["sps_1_process"] = 123_456_789.0  # a result rerun: the page must change with it
+    (tmp_path / "distributed.json").write_text(json.dumps(distributed))
+    changed = results_doc.page(tmp_path)
+    assert "| 123,456,789 |" in changed and "| 123,456,789 |" not in text
