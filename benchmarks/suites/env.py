@@ -169,7 +169,7 @@ def rollout_unsupported() -> str | None:
 
     if hasattr(rollout, "Rollout"):
         return None
-    return f"mujoco {mujoco.__version__} has no mujoco.rollout.Rollout (its thread pool; newer MuJoCo 3 has it)"
+    return f"mujoco {mujoco.__version__} has no mujoco.rollout.Rollout (the thread pool newer MuJoCo 3 has)"
 
 
 def brax_ant(n: int, backend: str) -> Stepper:
