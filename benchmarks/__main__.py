@@ -1,4 +1,4 @@
-"""``python -m benchmarks`` (also ``gymjax bench``): runs the suites and writes one report.
+"""``python -m benchmarks``: runs the suites and writes one report.
 
     python -m benchmarks                         # every suite, full sizes (about an hour on 2 CPU cores)
     python -m benchmarks --suite env --sizes 64 256
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace, command: list[str]) -> dict:
                 "sizes": {},
             }
             section["stacks"][stack.name] = entry
-            reason = harness.missing_peer(stack.needs, tuple(args.without))
+            reason = harness.missing_peer(stack.needs, tuple(args.without)) or stack.unsupported()
             if reason:
                 entry |= {"status": "skipped", "reason": reason}
                 out["skipped"].append({"suite": name, "stack": stack.name, "n": None, "reason": reason})

@@ -146,18 +146,6 @@ def measure(stepper: Stepper, batch: int, timing: Timing) -> dict:
     }
 
 
-def fixed_calls(stepper: Stepper, calls: int, repeats: int) -> dict:
-    """The earlier scripts' protocol: one untimed first call (its seconds are ``compile_s``),
-    then ``repeats`` repeats of ``calls`` calls (``s_per_step`` per repeat); then closes ``stepper``."""
-    start = time.perf_counter()
-    stepper.step()
-    compile_s = time.perf_counter() - start
-    result = {"compile_s": compile_s, "s_per_step": time_calls(stepper.step, calls, repeats)}
-    if stepper.close is not None:
-        stepper.close()
-    return result
-
-
 def figure(samples: list[float]) -> dict:
     """A figure: the median of its repeats, their spread (min, max) and quartiles."""
     samples = [float(s) for s in samples]
@@ -307,7 +295,7 @@ def _git_commit() -> str | None:
 
 
 def environment() -> dict:
-    """``machine`` and ``versions`` under those keys: the earlier scripts' report header."""
+    """``machine`` and ``versions`` under those keys: the header of ``vector_ceiling.py``'s report."""
     return {"machine": machine(), "versions": versions()}
 
 
@@ -329,6 +317,7 @@ class Stack:
     ours: bool
     family: str
     needs: tuple[str, ...] = ()  # optional packages (keys of PEERS)
+    unsupported: Callable[[], str | None] = lambda: None  # why it cannot run on this install, or None
     note: str = ""  # what it is, in the report
     sizes: tuple[int, ...] | None = None  # the only sizes it takes (a single env: (1,))
     max_n: int | None = None  # larger sizes are skipped, with max_n_reason

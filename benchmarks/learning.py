@@ -130,7 +130,7 @@ def run_gymjax(arm: str, seed: int, timesteps: int, backend: str) -> dict:
     import gymjax
 
     config = gymjax_config(arm, seed, timesteps)
-    run = gymjax_ppo(gymjax.make("JaxAnt-v0", backend=backend), config, progress_bar=False)
+    run = gymjax_ppo(gymjax.make("JaxAnt-v0", backend=backend), config)
     reports = [{"env_steps": int(c["env_steps"]), "wall_s": c["wall_s"], "return": float(c["train_return"]),
                 "episodes": int(c["train_episodes"]), "sps": float(c["sps"]), "compile_s": c["compile_s"]}
                for c in run["curve"]]

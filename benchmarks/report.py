@@ -329,7 +329,7 @@ def plot_curves(plt, report: dict, name: str, path: pathlib.Path) -> None:
 PLOTS = {"env": plot_throughput, "adapters": plot_bars, "train": plot_curves}
 
 
-# -- the earlier scripts' writer ------------------------------------------------------------------
+# -- the single-purpose scripts' writer (vector_ceiling.py) -------------------------------------
 
 
 def write_results(out: pathlib.Path, stem: str, report: dict, markdown, plot) -> None:

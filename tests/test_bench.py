@@ -1,4 +1,5 @@
-"""The benchmark harness: its smoke run (``python -m benchmarks --suite all --quick``) and its parts.
+"""The benchmark harness: its smoke run (``python -m benchmarks --suite all --quick``) and its parts;
+and the results page (``benchmarks/results/README.md``), which must be what the committed JSON gives.
 
 The smoke run is what CI runs of the harness: it checks that the JSON, the
 Markdown and the PNGs are written and well formed, that every stack is
@@ -9,15 +10,17 @@ the run's own figures divided.
 
 import json
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 
 import jax
 import pytest
 
-from benchmarks import harness
+from benchmarks import __main__ as bench_main
+from benchmarks import harness, results_doc
 from benchmarks.suites import SUITES
-from gymjax import cli
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CACHE = REPO / ".jax_cache"  # the tests' compile cache (conftest.py)
@@ -129,6 +132,7 @@ def test_ratios_are_this_runs_medians_divided(quick_run):
     env = {(r["ours"], r["peer"]) for r in report["suites"]["env"]["ratios"]}
     assert ("JaxAnt-v0 VectorEnv (mujoco)", "Gymnasium Ant-v5 SyncVectorEnv") in env
     assert ("JaxAnt-v0 VectorEnv (mujoco)", "JaxAnt-v0 raw step (mujoco)") in env  # an adapter's cost
+    assert ("JaxAnt-v0 VectorEnv (mujoco)", "mujoco.rollout (MuJoCo C alone)") in env  # the C ceiling
     adapters = {(r["ours"], r["peer"]) for r in report["suites"]["adapters"]["ratios"]}
     assert ("PettingZooEnv, JaxMultiAnt-v0 2x4 (mujoco)", "MaMuJoCo Ant 2x4 ParallelEnv") in adapters
 
@@ -200,6 +204,17 @@ def test_missing_peer_reasons(monkeypatch):
     )
 
 
+def test_a_stack_this_install_cannot_run_is_skipped_with_its_reason(monkeypatch):
+    from mujoco import rollout
+
+    monkeypatch.delattr(rollout, "Rollout")  # as in a MuJoCo without the rollout thread pool
+    args = bench_main.parser().parse_args(["--suite", "env", "--quick", "--stacks", "mujoco.rollout"])
+    report = bench_main.run(args, ["test"])  # nothing to measure: no worker starts
+    entry = report["suites"]["env"]["stacks"]["mujoco.rollout (MuJoCo C alone)"]
+    assert entry["status"] == "skipped" and "has no mujoco.rollout.Rollout" in entry["reason"]
+    assert report["skipped"][0]["reason"] == entry["reason"] and report["failed"] == []
+
+
 def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
     spec = {"suite": "env", "stack": "no such stack", "sizes": [1], "quick": True, "timing": {}}
     error = harness.run_isolated(spec, timeout_s=120, jax_cache=None, on_record=print)
@@ -209,9 +224,22 @@ def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
     assert error.startswith("timed out after 0.1 s; output ends:")
 
 
-def test_gymjax_bench_hands_its_options_to_the_harness(capfd, monkeypatch, tmp_path):
-    assert cli.main(["bench", "--help"]) == 0  # the harness runs in a process of its own
-    assert "--suite {env,adapters,train,all}" in capfd.readouterr().out
-    monkeypatch.setattr(cli, "benchmarks_root", lambda: tmp_path)  # an installed wheel: no benchmarks/
-    with pytest.raises(SystemExit, match="Run it from a source checkout"):
-        cli.main(["bench", "--quick"])
+# -- the results page ---------------------------------------------------------------------------
+
+
+def test_the_results_page_is_what_the_committed_json_gives():
+    committed = results_doc.PAGE.read_text()
+    assert committed == results_doc.page(), "stale: run python -m benchmarks.results_doc and commit the page"
+
+
+def test_the_results_page_links_committed_files_and_follows_its_json(tmp_path):
+    text = results_doc.page()
+    for target in re.findall(r"\]\(([^)#]+)\)", text):
+        assert (results_doc.RESULTS / target).is_file(), target
+    for result in results_doc.SHOWN:
+        shutil.copy(results_doc.RESULTS / f"{result.stem}.json", tmp_path)
+    distributed = json.loads((tmp_path / "distributed.json").read_text())
+    distributed["rows"][0]["sps_1_process"] = 123_456_789.0  # a result rerun: the page must change with it
+    (tmp_path / "distributed.json").write_text(json.dumps(distributed))
+    changed = results_doc.page(tmp_path)
+    assert "| 123,456,789 |" in changed and "| 123,456,789 |" not in text

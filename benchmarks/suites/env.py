@@ -2,8 +2,9 @@
 
 gymjax's JaxAnt-v0 three ways (the bare jitted vmapped ``step``, the Gymnasium
 VectorEnv with NumPy out, the torch bridge) against Gymnasium's Ant-v5 (sync
-and async vector envs), EnvPool's Ant-v5 and Brax's ant on each of its
-backends. Random actions, drawn once per stack (seed 0), the same every step.
+and async vector envs), EnvPool's Ant-v5, Brax's ant on each of its backends,
+and MuJoCo C alone (``mujoco.rollout``): the ceiling for the "mujoco"
+configuration. Random actions, drawn once per stack (seed 0), the same every step.
 
 Each builder returns a :class:`~benchmarks.harness.Stepper` at ``n`` envs; the
 harness times it. Nothing heavy is imported at module level (see harness).
@@ -125,6 +126,52 @@ def envpool_ant(n: int) -> Stepper:
     return Stepper(functools.partial(env.step, actions), env.close, env)
 
 
+def mujoco_rollout(n: int) -> Stepper:
+    """MuJoCo C alone: ``mujoco.rollout.Rollout`` on one thread per core steps N Ant states
+    ``frame_skip`` (5) substeps per call, JaxAnt-v0's own model; no JAX, no Python per env.
+
+    As in ``vector_ceiling.py``, every env starts at the model's reference pose and never
+    resets, and the states evolve from call to call (a fallen Ant's contacts cost more).
+    """
+    import mujoco
+    from mujoco import rollout
+
+    import gymjax
+
+    env = gymjax.make("JaxAnt-v0", backend="mujoco")
+    model, threads = env.mj_model, os.cpu_count() or 1
+    datas = [mujoco.MjData(model) for _ in range(threads)]
+    mujoco.mj_forward(model, datas[0])
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.empty((n, mujoco.mj_stateSize(model, spec)))
+    mujoco.mj_getState(model, datas[0], state[0], spec)
+    state[:] = state[0]
+    # one action per env, held for the frame_skip substeps of a step: [n, frame_skip, nu]
+    control = np.repeat(random_actions(env.action_space, n)[:, None], env.frame_skip, axis=1)
+    pool = rollout.Rollout(nthread=threads)
+    states = [state]
+
+    def step() -> None:
+        trajectory, _ = pool.rollout(model, datas, states[0], control)
+        states[0] = trajectory[:, -1]
+
+    def close() -> None:
+        pool.close()
+        env.close()
+
+    return Stepper(step, close)
+
+
+def rollout_unsupported() -> str | None:
+    """Why :func:`mujoco_rollout` cannot run on this install, or None when it can."""
+    import mujoco
+    from mujoco import rollout
+
+    if hasattr(rollout, "Rollout"):
+        return None
+    return f"mujoco {mujoco.__version__} has no mujoco.rollout.Rollout (the thread pool newer MuJoCo 3 has)"
+
+
 def brax_ant(n: int, backend: str) -> Stepper:
     """``brax.envs.get_environment("ant", backend=...)``, jitted vmapped ``step``, no auto-reset."""
     import jax
@@ -190,6 +237,15 @@ STACKS = (
         family="ant",
         needs=("envpool",),
         note="MuJoCo C, C++ thread pool (envpool.make_gymnasium)",
+    ),
+    Stack(
+        "mujoco.rollout (MuJoCo C alone)",
+        mujoco_rollout,
+        ours=False,
+        family="ant",
+        unsupported=rollout_unsupported,
+        note=f"the ceiling for the mujoco configuration: mujoco.rollout.Rollout, {os.cpu_count()} threads, "
+        "5 substeps a call, JaxAnt-v0's model; no JAX, no auto-reset, nothing converted",
     ),
     *(
         Stack(

@@ -95,7 +95,7 @@ def ppo_config(n: int, b: Budget, **changes):
 TRAIN_METRICS = {"train_return": "train/episode_return", "train_episodes": "train/episodes"}
 
 
-def gymjax_ppo(env, config, progress_bar: bool = True) -> dict:
+def gymjax_ppo(env, config) -> dict:
     """Trains gymjax PPO; ``sps_all`` has one figure per epoch (compile is done ahead of time)."""
     from gymjax.trainers.ppo import train
 
@@ -115,7 +115,7 @@ def gymjax_ppo(env, config, progress_bar: bool = True) -> dict:
             }
         )
 
-    train(config, env, progress_fn=progress, progress_bar=progress_bar)
+    train(config, env, progress_fn=progress, progress_bar=False)
     rates = [c["sps"] for c in curve]
     return {
         "sps": float(np.median(rates)),
@@ -130,7 +130,7 @@ def gymjax_ppo_stack(n: int, b: Budget, **env_kwargs) -> dict:
 
     env = gymjax.make("JaxAnt-v0", **env_kwargs)
     config = ppo_config(n, b, gae_mode="brax")
-    run = gymjax_ppo(env, config, progress_bar=False)
+    run = gymjax_ppo(env, config)
     # an epoch without an evaluation has no point on the curve
     run["curve"] = [{**c, "return": c["eval_return"]} for c in run["curve"] if c["eval_return"] is not None]
     return {**run, "return_kind": "deterministic evaluation", "config": config.to_dict()}
@@ -286,7 +286,6 @@ def sb3_ppo(
     n_envs: int,
     env=None,
     rollout: int = 2048,
-    torch_threads: int = 1,
     seed: int = 0,
     ppo_kwargs: dict | None = None,
 ) -> dict:
@@ -296,7 +295,7 @@ def sb3_ppo(
     ``rollout`` env steps per iteration over all envs (SB3's default 2048).
     ``sps_all`` has one figure per iteration after the first (which warms up);
     ``episodes`` has every training episode's return and length as it ended.
-    One torch thread by default: SB3's 64-unit MLPs gain nothing from more, and
+    One torch thread: SB3's 64-unit MLPs gain nothing from more, and
     on a loaded 2-core box OpenMP's waiting threads made each update ~15x slower.
     """
     import gymnasium
@@ -332,7 +331,7 @@ def sb3_ppo(
                 "return": float(np.mean(returns)) if returns else None,
             }
 
-    torch.set_num_threads(torch_threads)
+    torch.set_num_threads(1)
     if env is None:
         env = DummyVecEnv([lambda: Monitor(gymnasium.make("Ant-v5")) for _ in range(n_envs)])
     n_steps = rollout // n_envs
