@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 import gymjax  # noqa: F401  (registers the ids)
 from gymjax import crosscheck
-from gymjax.trainers.ppo import cli as ppo_cli
+from gymjax.cli import run as ppo_cli
 
 
 def demo(args: argparse.Namespace) -> int:
