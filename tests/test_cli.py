@@ -1,4 +1,4 @@
-"""``gymjax train | eval | render`` on a run directory; ``gymjax demo`` and ``gymjax crosscheck``; refusals of bad input."""
+"""``gymjax train | eval | render`` on a run directory, ``gymjax demo``, ``gymjax crosscheck``, and bad input."""
 
 import csv
 import json
@@ -97,7 +97,8 @@ def test_demo_takes_env_options_and_refuses_wrong_ones(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["demo", "--env", "CartPole-v9"], r"gymjax demo: argument --env: expected a registered env id \(.*JaxCartPole-v0"),
+    (["demo", "--env", "CartPole-v9"],
+     r"gymjax demo: argument --env: cannot make CartPole-v9: expected a registered env id \(.*JaxCartPole-v0"),
     (["demo", "--env-kwargs", "fast"], r"--env-kwargs expects KEY=VALUE pairs, got 'fast'"),
     (["demo", "--num-envs", "0"], r"argument --num-envs: expected a positive integer, got '0'"),
     (["render", "--run-dir", "x", "--out", "x.gif"], r"argument --out: expected a \.mp4 path"),

@@ -45,7 +45,8 @@ def nonnegative_int(text: str) -> int:
 def registered_env(text: str) -> str:
     ids = envs.registered_ids()
     if text not in ids:
-        raise argparse.ArgumentTypeError(f"expected a registered env id ({', '.join(ids)}), got {text!r}")
+        # worded like make_env's refusal: every env that cannot be built reads "cannot make ..."
+        raise argparse.ArgumentTypeError(f"cannot make {text}: expected a registered env id ({', '.join(ids)})")
     return text
 
 
