@@ -1,5 +1,13 @@
 """What several commands parse the same way: the env and its options, the seed, the run directory,
-counts; and the one-line refusal every argument error ends in, before any work starts."""
+counts; and how bad input is refused: one line naming what was expected, before any work starts.
+
+Two kinds of refusal:
+
+- what argparse itself sees (a count that is not a positive integer, a value not among the choices,
+  a missing flag): exit status 2, the line on stderr (:class:`Parser`);
+- the rest (an id not registered, an option the env does not take, a file where the run directory
+  should be, a video path that is not .mp4) is each command's first check: ``SystemExit(line)``.
+"""
 
 from __future__ import annotations
 
@@ -12,56 +20,38 @@ from gymjax.core import Env
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument error is one line naming what was expected (argparse's usage block is kept for
-    ``--help``), raised as ``SystemExit`` like every other refusal of the CLI."""
+    """An argument error is one line on stderr naming what was expected, exit status 2 as argparse's;
+    the usage block argparse would print first stays with ``--help``."""
 
     def error(self, message: str):
-        raise SystemExit(f"{self.prog}: {message} (see {self.prog} --help)")
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 # -- argument types: each names what it expects ----------------------------------------
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _int_at_least(low: int, expected: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
 
 
-def nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def registered_env(text: str) -> str:
-    ids = envs.registered_ids()
-    if text not in ids:
-        # worded like make_env's refusal: every env that cannot be built reads "cannot make ..."
-        raise argparse.ArgumentTypeError(f"cannot make {text}: expected a registered env id ({', '.join(ids)})")
-    return text
-
-
-def run_dir(text: str) -> pathlib.Path:
-    path = pathlib.Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"expected a run directory, {path} is a file")
-    return path
+positive_int = _int_at_least(1, "a positive integer")
+nonnegative_int = _int_at_least(0, "an integer >= 0")
 
 
 # -- arguments shared by several commands ------------------------------------------------
 
 
 def add_env(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", type=registered_env, default="JaxAnt-v0", help="registered id (default: %(default)s)")
+    parser.add_argument("--env", default="JaxAnt-v0", help="registered id (default: %(default)s)")
     parser.add_argument("--env-kwargs", nargs="*", default=[], metavar="KEY=VALUE",
                         help="env options, JSON values or bare words, e.g. engine=mujoco or solver=fast")
 
@@ -70,12 +60,22 @@ def add_seed(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed (default: %(default)s)")
 
 
-def add_run_dir(parser: argparse.ArgumentParser, help: str = "the run directory") -> None:
-    parser.add_argument("--run-dir", type=run_dir, required=True, metavar="DIR", help=help)
+def add_run_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run-dir", type=pathlib.Path, required=True, metavar="DIR", help="the run directory")
+
+
+# -- the first checks of a command ---------------------------------------------------------
+
+
+def check_run_dir(path: pathlib.Path) -> pathlib.Path:
+    if path.exists() and not path.is_dir():
+        raise SystemExit(f"--run-dir {path} is a file; expected a run directory")
+    return path
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
-    """The functional env, or one line saying why it cannot be built with these options."""
+    """The functional env, or one line saying why it cannot be built: an unknown id (the line lists the
+    registered ones) or options the env does not take."""
     try:
         return envs.make(env_id, **env_kwargs)
     except (KeyError, TypeError, ValueError) as e:

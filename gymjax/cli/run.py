@@ -196,7 +196,7 @@ def start_processes(args: argparse.Namespace) -> None:
 def train_command(args: argparse.Namespace) -> int:
     if args.local_processes:
         return distributed.launch_local(_without_launcher_flag(args.argv), args.local_processes)
-    run_dir = args.run_dir
+    run_dir = common.check_run_dir(args.run_dir)
     overrides = _config_overrides(args)
     primary = distributed.is_primary()
     # All checks first: a start that fails here leaves nothing behind. Every process checks
@@ -359,7 +359,7 @@ class SavedPolicy:
 
 
 def _saved_policy(run_dir: pathlib.Path, deterministic: bool = True) -> SavedPolicy:
-    run = _read_run(run_dir)
+    run = _read_run(common.check_run_dir(run_dir))
     env = common.make_env(run["env"], run["env_kwargs"])
     try:
         policy, meta = load_policy_and_meta(run_dir / CHECKPOINTS, deterministic=deterministic)
@@ -391,14 +391,9 @@ def eval_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mp4_path(text: str) -> pathlib.Path:
-    path = pathlib.Path(text)
-    if path.suffix.lower() != ".mp4":
-        raise argparse.ArgumentTypeError(f"expected a .mp4 path (the video is written with ffmpeg as MP4), got {text!r}")
-    return path
-
-
 def render_command(args: argparse.Namespace) -> int:
+    if args.out is not None and args.out.suffix.lower() != ".mp4":
+        raise SystemExit(f"--out {args.out}: expected a .mp4 path (the video is written with ffmpeg as MP4)")
     saved = _saved_policy(args.run_dir)
     env, steps = _video_env(saved.env, saved.config)
     out = args.out or args.run_dir / "policy.mp4"
@@ -448,6 +443,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     p = commands.add_parser("render", help="render a run directory's latest policy to an mp4")
     common.add_run_dir(p)
-    p.add_argument("--out", type=_mp4_path, default=None, help="video path (default: DIR/policy.mp4)")
+    p.add_argument("--out", type=pathlib.Path, default=None, help="video path (default: DIR/policy.mp4)")
     common.add_seed(p)
     p.set_defaults(run=render_command)
