@@ -261,30 +261,3 @@ def format_table(checks: list[Check]) -> str:
         if c.detail:
             lines.append(f"{''.ljust(width)}  {c.detail}")
     return "\n".join(lines)
-
-
-def main(args) -> int:
-    """``gymjax crosscheck``: prints the report; exit status 1 on any mismatch."""
-    from gymjax.envs import parse_env_kwargs
-
-    checks = run(args.env, num_envs=args.num_envs, steps=args.steps, max_episode_steps=args.max_episode_steps,
-                 seed=args.seed, gamma=args.gamma, gae_lambda=args.gae_lambda, **parse_env_kwargs(args.env_kwargs))
-    print(format_table(checks))
-    failed = [c.name for c in checks if not c.passed]
-    print(f"\n{len(checks) - len(failed)}/{len(checks)} checks passed" + (f"; FAILED: {failed}" if failed else ""))
-    return 1 if failed else 0
-
-
-def add_command(commands) -> None:
-    p = commands.add_parser("crosscheck", help="GAE and episode metrics: gymjax vs SB3 vs the torch agent",
-                            description=__doc__.split("\n\n")[0])
-    p.add_argument("--env", default="JaxAnt-v0", help="registered id (default: %(default)s)")
-    p.add_argument("--env-kwargs", nargs="*", default=[], metavar="KEY=VALUE", help="env options, e.g. solver=fast")
-    p.add_argument("--num-envs", type=int, default=4)
-    p.add_argument("--steps", type=int, default=64, help="rollout length (default: %(default)s)")
-    p.add_argument("--max-episode-steps", type=int, default=20,
-                   help="time limit, short so that timeouts fall inside the window (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--gamma", type=float, default=0.99)
-    p.add_argument("--gae-lambda", type=float, default=0.95)
-    p.set_defaults(run=main)

@@ -218,6 +218,17 @@ class PPOConfig:
     def minibatch_size(self) -> int:
         return self.num_envs * self.unroll_length // self.num_minibatches
 
+    def agent_episode_length(self, env: Any) -> int:
+        """The time limit in agent steps on ``env`` (a gymjax ``Env``): ``episode_length``, or the
+        env's own ``max_episode_steps``, divided by ``action_repeat`` and rounded up.
+
+        The config counts env steps, as Brax does; the wrappers (and the evaluator) count agent steps.
+        """
+        episode_length = self.episode_length or env.max_episode_steps
+        if episode_length is None:
+            raise ValueError(f"{env!r} has no time limit; set PPOConfig.episode_length")
+        return math.ceil(episode_length / self.action_repeat)
+
     def eval_after_epoch(self, epoch: int) -> bool:
         """Whether an evaluation follows epoch ``epoch`` (0-based): ``num_evals`` spread evenly, last at the end."""
         if self.num_evals == 0:

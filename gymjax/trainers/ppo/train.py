@@ -149,11 +149,7 @@ class PPOTrainer:
                 f"({config.num_minibatches})"
             )
 
-        episode_length = config.episode_length or self.env.max_episode_steps
-        if episode_length is None:
-            raise ValueError(f"{self.env!r} has no time limit; set PPOConfig.episode_length")
-        # The wrappers count agent steps; the config counts env steps, as Brax does.
-        self.agent_episode_length = math.ceil(episode_length / config.action_repeat)
+        self.agent_episode_length = config.agent_episode_length(self.env)
         self.train_env = wrap_for_training(
             self.env,
             episode_length=self.agent_episode_length,

@@ -22,7 +22,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from gymjax import envs
+from gymjax.cli import common
+from gymjax.core import Env
 from gymjax.trainers import artifacts
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers import distributed
@@ -37,7 +38,7 @@ from gymjax.trainers.loggers import (
 )
 from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, train
 from gymjax.trainers.ppo.acting import evaluate
-from gymjax.wrappers.training import VmapWrapper, single_env_stack
+from gymjax.wrappers.training import make_eval_env, single_env_stack
 
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints"
@@ -96,23 +97,6 @@ def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 # -- the run directory -----------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _run_dir(text: str) -> pathlib.Path:
-    path = pathlib.Path(text)
-    if path.exists() and not path.is_dir():
-        raise SystemExit(f"--run-dir {path} is a file; expected a run directory")
-    return path
-
-
 def _read_run(run_dir: pathlib.Path) -> dict[str, Any]:
     path = run_dir / RUN_FILE
     if not path.exists():
@@ -127,19 +111,11 @@ def _logged_rows(run_dir: pathlib.Path) -> int:
     return sum(len(read_rows(run_dir / f"metrics.{fmt}")[1]) for fmt in ("csv", "jsonl"))
 
 
-def _time_limited(env_id: str, env_kwargs: dict[str, Any], config: PPOConfig):
-    """The unbatched env a policy is evaluated/rendered on, time limit and action repeat included."""
-    env = envs.make(env_id, **env_kwargs)
-    episode_length = config.episode_length or env.max_episode_steps
-    agent_steps = -(-episode_length // config.action_repeat)
-    return single_env_stack(env, agent_steps, config.action_repeat, None), agent_steps
-
-
-def _make_env(env_id: str, env_kwargs: dict[str, Any]):
-    try:
-        return envs.make(env_id, **env_kwargs)
-    except (KeyError, TypeError, ValueError) as e:
-        raise SystemExit(f"cannot make {env_id} with {env_kwargs}: {e}") from None
+def _video_env(env: Env, config: PPOConfig) -> tuple[Env, int]:
+    """One unbatched env as the policy was trained on it (action repeat, time limit), for a video;
+    and that time limit in agent steps. Evaluation plays a batch instead: ``make_eval_env``."""
+    steps = config.agent_episode_length(env)
+    return single_env_stack(env, steps, config.action_repeat, None), steps
 
 
 def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[str, Any]):
@@ -156,8 +132,7 @@ def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[
         config = PPOConfig(**overrides)
     except ValueError as e:
         raise SystemExit(f"invalid config: {e}") from None
-    env_kwargs = envs.parse_env_kwargs(args.env_kwargs)
-    env = _make_env(args.env, env_kwargs)
+    env_kwargs, env = common.env_from_args(args)
     options = {"metrics_format": args.metrics_format, "tensorboard": args.tensorboard, "video": args.video}
     record = {"env": args.env, "env_kwargs": env_kwargs, **options, "config": config.to_dict()}
     return env, config, record, None
@@ -180,7 +155,7 @@ def _resumed_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dic
     if "num_timesteps" in overrides and overrides["num_timesteps"] != config.num_timesteps:
         config = _extended(config, overrides["num_timesteps"], ckpt.read_meta(checkpoints) if restore else None)
         record = {**record, "config": config.to_dict()}
-    env = _make_env(record["env"], record["env_kwargs"])
+    env = common.make_env(record["env"], record["env_kwargs"])
     return env, config, record, restore
 
 
@@ -221,7 +196,7 @@ def start_processes(args: argparse.Namespace) -> None:
 def train_command(args: argparse.Namespace) -> int:
     if args.local_processes:
         return distributed.launch_local(_without_launcher_flag(args.argv), args.local_processes)
-    run_dir = _run_dir(args.run_dir)
+    run_dir = common.check_run_dir(args.run_dir)
     overrides = _config_overrides(args)
     primary = distributed.is_primary()
     # All checks first: a start that fails here leaves nothing behind. Every process checks
@@ -331,7 +306,7 @@ def _train(args, run_dir, env, config, record, restore) -> int:
     _plot(run_dir, metrics_path, env_id)
     if record.get("video", True) and args.video:
         policy = make_policy(params, deterministic=True)
-        video_env, steps = _time_limited(env_id, record["env_kwargs"], config)
+        video_env, steps = _video_env(env, config)
         path, total = artifacts.record_video(
             video_env, lambda obs: policy(obs)[0], run_dir / "policy.mp4", seed=config.seed, max_steps=steps
         )
@@ -372,28 +347,41 @@ def _plot(run_dir: pathlib.Path, metrics_path: pathlib.Path, env_id: str) -> Non
         print(f"learning curve: {curve}")
 
 
-def _saved_policy(args: argparse.Namespace, deterministic: bool = True):
-    """A run directory's env id, newest intact policy, its checkpoint's metadata and its time-limited env."""
-    run_dir = _run_dir(args.run_dir)
-    run = _read_run(run_dir)
+@dataclasses.dataclass(frozen=True)
+class SavedPolicy:
+    """A run directory's newest intact policy, with the env and config it was trained with."""
+
+    env_id: str
+    env: Env
+    config: PPOConfig
+    policy: Any
+    meta: dict[str, Any]
+
+
+def _saved_policy(run_dir: pathlib.Path, deterministic: bool = True) -> SavedPolicy:
+    run = _read_run(common.check_run_dir(run_dir))
+    env = common.make_env(run["env"], run["env_kwargs"])
     try:
         policy, meta = load_policy_and_meta(run_dir / CHECKPOINTS, deterministic=deterministic)
     except (FileNotFoundError, ckpt.CheckpointError) as e:
         raise SystemExit(f"{run_dir}: {e}") from None
-    env, steps = _time_limited(run["env"], run["env_kwargs"], PPOConfig.from_dict(run["config"]))
-    return run["env"], policy, meta, env, steps
+    return SavedPolicy(run["env"], env, PPOConfig.from_dict(run["config"]), policy, meta)
 
 
 def eval_command(args: argparse.Namespace) -> int:
-    env_id, policy, meta, env, steps = _saved_policy(args, deterministic=not args.stochastic)
+    saved = _saved_policy(args.run_dir, deterministic=not args.stochastic)
+    config = saved.config
+    steps = config.agent_episode_length(saved.env)
+    # The trainer's own evaluation env: batched, time-limited, each env one episode (no auto-reset).
+    env = make_eval_env(saved.env, episode_length=steps, action_repeat=config.action_repeat)
     result = jax.jit(
-        lambda key: evaluate(VmapWrapper(env), lambda obs, k: (policy(obs, k), {}), key, args.episodes, steps)
+        lambda key: evaluate(env, lambda obs, k: (saved.policy(obs, k), {}), key, args.episodes, steps)
     )(jax.random.PRNGKey(args.seed))
     returns = np.asarray(result.episode_return)
     summary = {
-        "env": env_id,
-        "env_steps": meta["env_steps"],
-        "checkpoint_step": meta["step"],
+        "env": saved.env_id,
+        "env_steps": saved.meta["env_steps"],
+        "checkpoint_step": saved.meta["step"],
         "episodes": args.episodes,
         "episode_return_mean": float(returns.mean()),
         "episode_return_std": float(returns.std()),
@@ -404,12 +392,12 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def render_command(args: argparse.Namespace) -> int:
-    out = pathlib.Path(args.out) if args.out else None
-    if out is not None and out.suffix.lower() != ".mp4":
-        raise SystemExit(f"--out {out}: expected a .mp4 path (the video is written with ffmpeg as MP4)")
-    _, policy, _, env, steps = _saved_policy(args)
-    out = out or pathlib.Path(args.run_dir) / "policy.mp4"
-    path, total = artifacts.record_video(env, policy, out, seed=args.seed, max_steps=steps)
+    if args.out is not None and args.out.suffix.lower() != ".mp4":
+        raise SystemExit(f"--out {args.out}: expected a .mp4 path (the video is written with ffmpeg as MP4)")
+    saved = _saved_policy(args.run_dir)
+    env, steps = _video_env(saved.env, saved.config)
+    out = args.out or args.run_dir / "policy.mp4"
+    path, total = artifacts.record_video(env, saved.policy, out, seed=args.seed, max_steps=steps)
     print(f"video: {path} (episode return {total:.1f})")
     return 0
 
@@ -421,9 +409,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description="Train PPO. Writes DIR/run.json, DIR/checkpoints/, DIR/metrics.csv, "
         "DIR/learning_curve.png and DIR/policy.mp4.",
     )
-    p.add_argument("--env", default="JaxAnt-v0", help="registered id (default: %(default)s)")
-    p.add_argument("--env-kwargs", nargs="*", default=[], metavar="KEY=VALUE", help="env options, e.g. solver=fast")
-    p.add_argument("--run-dir", required=True, help="the run directory")
+    common.add_env(p)
+    common.add_run_dir(p)
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
     p.add_argument("--metrics-format", choices=("csv", "jsonl"), default="csv", help="metrics file format (default: csv)")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars to DIR/tensorboard")
@@ -432,29 +419,30 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     group = p.add_argument_group(
         "several processes (jax.distributed; see the README's 'Several processes and hosts')"
     )
-    group.add_argument("--local-processes", type=_positive_int, metavar="N",
+    group.add_argument("--local-processes", type=common.positive_int, metavar="N",
                        help="launch N processes of this command on this machine, connected on 127.0.0.1")
     group.add_argument("--distributed", action="store_true",
                        help="join a cluster run: jax.distributed.initialize() finds it (SLURM, Open MPI, "
                             "JAX_COORDINATOR_ADDRESS/JAX_NUM_PROCESSES/JAX_PROCESS_ID)")
     group.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address, for an explicit start")
-    group.add_argument("--num-processes", type=_positive_int, help="processes in the run, for an explicit start")
-    group.add_argument("--process-id", type=int, help="this process's index, 0 to N-1, for an explicit start")
-    group.add_argument("--heartbeat-timeout", type=_positive_int, default=30, metavar="S",
+    group.add_argument("--num-processes", type=common.positive_int, help="processes in the run, for an explicit start")
+    group.add_argument("--process-id", type=common.nonnegative_int,
+                       help="this process's index, 0 to N-1, for an explicit start")
+    group.add_argument("--heartbeat-timeout", type=common.positive_int, default=30, metavar="S",
                        help="seconds before the others give up on a silent process (default: %(default)s)")
-    _add_config_flags(p)
+    _add_config_flags(p)  # --seed among them: the config's
     p.set_defaults(run=train_command, setup=start_processes)
 
-    p = commands.add_parser("eval", help="evaluate a run directory's latest checkpoint")
-    p.add_argument("--run-dir", required=True)
-    p.add_argument("--episodes", type=_positive_int, default=16, help="episodes, played in parallel (default: %(default)s)")
+    p = commands.add_parser("eval", help="evaluate a run directory's latest checkpoint; prints one JSON line")
+    common.add_run_dir(p)
+    p.add_argument("--episodes", type=common.positive_int, default=16,
+                   help="episodes, played in parallel (default: %(default)s)")
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of the policy's mode")
-    p.add_argument("--seed", type=int, default=0)
+    common.add_seed(p)
     p.set_defaults(run=eval_command)
 
     p = commands.add_parser("render", help="render a run directory's latest policy to an mp4")
-    p.add_argument("--run-dir", required=True)
-    p.add_argument("--out", default=None, help="video path (default: DIR/policy.mp4)")
-    p.add_argument("--seed", type=int, default=0)
+    common.add_run_dir(p)
+    p.add_argument("--out", type=pathlib.Path, default=None, help="video path (default: DIR/policy.mp4)")
+    common.add_seed(p)
     p.set_defaults(run=render_command)
-

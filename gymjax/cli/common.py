@@ -1,0 +1,88 @@
+"""What several commands parse the same way: the env and its options, the seed, the run directory,
+counts; and how bad input is refused: one line naming what was expected, before any work starts.
+
+Two kinds of refusal:
+
+- what argparse itself sees (a count that is not a positive integer, a value not among the choices,
+  a missing flag): exit status 2, the line on stderr (:class:`Parser`);
+- the rest (an id not registered, an option the env does not take, a file where the run directory
+  should be, a video path that is not .mp4) is each command's first check: ``SystemExit(line)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+from typing import Any
+
+from gymjax import envs
+from gymjax.core import Env
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument error is one line on stderr naming what was expected, exit status 2 as argparse's;
+    the usage block argparse would print first stays with ``--help``."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- argument types: each names what it expects ----------------------------------------
+
+
+def _int_at_least(low: int, expected: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+positive_int = _int_at_least(1, "a positive integer")
+nonnegative_int = _int_at_least(0, "an integer >= 0")
+
+
+# -- arguments shared by several commands ------------------------------------------------
+
+
+def add_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="JaxAnt-v0", help="registered id (default: %(default)s)")
+    parser.add_argument("--env-kwargs", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="env options, JSON values or bare words, e.g. engine=mujoco or solver=fast")
+
+
+def add_seed(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="PRNG seed (default: %(default)s)")
+
+
+def add_run_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run-dir", type=pathlib.Path, required=True, metavar="DIR", help="the run directory")
+
+
+# -- the first checks of a command ---------------------------------------------------------
+
+
+def check_run_dir(path: pathlib.Path) -> pathlib.Path:
+    if path.exists() and not path.is_dir():
+        raise SystemExit(f"--run-dir {path} is a file; expected a run directory")
+    return path
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
+    """The functional env, or one line saying why it cannot be built: an unknown id (the line lists the
+    registered ones) or options the env does not take."""
+    try:
+        return envs.make(env_id, **env_kwargs)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SystemExit(f"cannot make {env_id} with {env_kwargs}: {e}") from None
+
+
+def env_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], Env]:
+    """``--env-kwargs`` parsed, and the env they build: checked before a command starts its work."""
+    env_kwargs = envs.parse_env_kwargs(args.env_kwargs)
+    return env_kwargs, make_env(args.env, env_kwargs)
