@@ -101,13 +101,16 @@ class CSVLogger(_FileLogger):
 
 
 class TensorBoardLogger(Hook):
-    """Scalars for TensorBoard under ``logdir`` (needs ``tensorboardX``: ``pip install gymjax[tensorboard]``)."""
+    """Scalars for TensorBoard under ``logdir``, written with ``tensorboardX`` (an optional dependency)."""
 
     def __init__(self, logdir: str | os.PathLike):
         try:
             from tensorboardX import SummaryWriter
         except ImportError as e:
-            raise ImportError("TensorBoardLogger needs tensorboardX: pip install tensorboardX") from e
+            raise ImportError(
+                "TensorBoardLogger needs tensorboardX: pip install tensorboardX "
+                "(or, in a gymjax checkout, pip install -e '.[tensorboard]')"
+            ) from e
         self.writer = SummaryWriter(str(logdir))
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
