@@ -136,18 +136,8 @@ class PPOTrainer:
         self.env = envs.make(env) if isinstance(env, str) else env
         eval_env = envs.make(eval_env) if isinstance(eval_env, str) else eval_env
         self.devices = jax.devices()  # every process's: the mesh spans them all
-        if config.num_envs % len(self.devices):
-            raise ValueError(
-                f"num_envs ({config.num_envs}) must be a multiple of the device count ({len(self.devices)}, "
-                f"over {jax.process_count()} process(es))"
-            )
+        config.check_batch_split(len(self.devices))
         self.envs_per_device = config.num_envs // len(self.devices)
-        if (self.envs_per_device * config.unroll_length) % config.num_minibatches:
-            raise ValueError(
-                f"each device's batch (num_envs / devices * unroll_length = "
-                f"{self.envs_per_device * config.unroll_length}) must be divisible by num_minibatches "
-                f"({config.num_minibatches})"
-            )
 
         episode_length = config.episode_length or self.env.max_episode_steps
         if episode_length is None:
@@ -174,7 +164,7 @@ class PPOTrainer:
             raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
         self.networks: PPONetworks = make_networks(obs_shape[0], self.env.action_space, config)
         action_shape = getattr(self.env.action_space, "shape", None) or (1,)
-        local_envs = config.num_envs * len(jax.local_devices()) // len(self.devices)
+        local_envs = self.envs_per_device * len(jax.local_devices())
         memory.check_fits(config, self.env, obs_shape[0], int(np.prod(action_shape)), local_envs)
         self.optimizer = self._make_optimizer()
         self.mesh = jax.make_mesh(
