@@ -85,6 +85,10 @@ class Run:
     damaged_steps: tuple[int, ...] = ()  # newer steps of that checkpoint's directory that did not read
     last_metrics: Metrics = dataclasses.field(default_factory=dict)  # the latest epoch's
 
+    def progress(self, num_epochs: int) -> Progress:
+        """Where the run stands, for the hooks."""
+        return Progress(self.epoch, self.env_steps, num_epochs)
+
 
 def _unreplicate(tree):
     return jax.tree.map(lambda x: x[0], tree)
@@ -545,7 +549,7 @@ def train(
 def _save(trainer: PPOTrainer, run: Run, checkpointer: ckpt.Checkpointer, hook: Hooks) -> int:
     """Saves ``run`` as step ``run.epoch`` (every process takes part) and tells the hooks; returns the step."""
     path = checkpointer.save(run.epoch, trainer.to_checkpoint(run))
-    hook.after_checkpoint(Progress(run.epoch, run.env_steps, trainer.config.num_epochs), path)
+    hook.after_checkpoint(run.progress(trainer.config.num_epochs), path)
     return run.epoch
 
 
@@ -568,7 +572,7 @@ def _train_loop(
             f"{config.env_steps_per_iteration:,} steps (num_envs x unroll_length x action_repeat)",
             file=sys.stderr,
         )
-    hook.before_training(Progress(run.epoch, run.env_steps, config.num_epochs), resumed=run.restored_step is not None)
+    hook.before_training(run.progress(config.num_epochs), resumed=run.restored_step is not None)
     saved_epoch = run.epoch if run.restored_step is not None else None
     bar = tqdm(
         total=config.total_env_steps,
@@ -586,10 +590,10 @@ def _train_loop(
             # Every process stops at the same epoch, whichever got the signal.
             if stopping := distributed.any_process(stop.signum is not None):
                 break
-            hook.before_epoch(Progress(run.epoch, run.env_steps, config.num_epochs))
+            hook.before_epoch(run.progress(config.num_epochs))
             start = time.perf_counter()
             metrics = trainer.run_epoch(run)
-            progress = Progress(run.epoch, run.env_steps, config.num_epochs)
+            progress = run.progress(config.num_epochs)
             if not config.log_training_metrics:
                 latest_train_return = metrics.pop("train/episode_return")
                 for k in ("train/episodes", "train/episode_length"):
