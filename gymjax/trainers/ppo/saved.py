@@ -44,7 +44,7 @@ class SavedState:
     params: PPOParams
     opt_state: optax.OptState
     env_state: State
-    reward_norm: RewardNormalizer  # saved whether or not normalize_rewards is on
+    reward_norm: RewardNormalizer
     keys: jax.Array
 
     @property

@@ -508,10 +508,9 @@ def train(
         progress_fn: ``progress_fn(env_steps, metrics)`` after every epoch.
         policy_params_fn: ``policy_params_fn(env_steps, make_policy, params)``
             after every epoch; ``make_policy(params)`` works on those params.
-        checkpoint_dir: where to save checkpoints (every
-            ``config.save_every_epochs`` epochs and at the end); None: no saving.
-        restore_checkpoint_path: a checkpoint directory (its latest complete
-            checkpoint) or one step's directory to resume from.
+        checkpoint_dir: where to save checkpoints (as ``config.save_every_epochs``
+            says); None: no saving.
+        restore_checkpoint_path: where to resume from, as :meth:`PPOTrainer.restore` reads it.
         progress_bar: show a tqdm bar with env steps, steps/s and the latest return.
 
     Returns:
