@@ -3,7 +3,7 @@
 :mod:`gymjax.trainers.checkpoint` writes three items per step; for PPO they are
 
 - ``state``: a :class:`SavedState`, the arrays that continue training bit for bit;
-- ``policy``: ``SavedState.params.policy_params()``, what :func:`~gymjax.trainers.ppo.load_policy`
+- ``policy``: :attr:`SavedState.policy`, what :func:`~gymjax.trainers.ppo.load_policy`
   reads without the env or the trainer;
 - ``meta``: a :class:`SavedMeta` as JSON: the config, the counters, what the policy
   takes and gives, and the layout of the env state.
