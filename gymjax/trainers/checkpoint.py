@@ -3,13 +3,12 @@
 A checkpoint has three items, each in its own subdirectory of a step directory
 ``<root>/<step>/``:
 
-- ``state``: everything needed to continue training bit for bit (parameters,
-  optimizer state, observation statistics, the envs' states, the PRNG keys);
-- ``policy``: just what the policy needs, so a policy loads without the env or
-  the trainer;
-- ``meta``: JSON with the config, counters (the env-step counter as a JSON
-  integer: 64-bit and beyond), the action space and the ``run_id`` of the run
-  that wrote it.
+- ``state``: a pytree of everything needed to continue training bit for bit;
+- ``policy``: a pytree of just what the policy needs, so a policy loads without
+  the env or the trainer;
+- ``meta``: JSON, with the ``run_id`` of the run that wrote it.
+
+What they hold for PPO is defined once, in :mod:`gymjax.trainers.ppo.saved`.
 
 What this module guarantees on top of orbax:
 

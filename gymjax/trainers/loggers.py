@@ -27,6 +27,11 @@ def _number(value: Any) -> float | int:
     return float(value)
 
 
+def _row(progress: Progress, metrics: Metrics) -> dict[str, float | int]:
+    """One epoch's row of a metrics file: its env step and epoch, then the metrics."""
+    return {"env_steps": progress.env_steps, "epoch": progress.epoch, **{k: _number(v) for k, v in metrics.items()}}
+
+
 class ConsoleLogger(Hook):
     """One line per epoch with the headline numbers (through ``tqdm.write``, so progress bars stay intact)."""
 
@@ -69,8 +74,7 @@ class JSONLLogger(_FileLogger):
     """
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
-        row = {"env_steps": progress.env_steps, "epoch": progress.epoch}
-        row.update({k: _finite_or_none(_number(v)) for k, v in metrics.items()})
+        row = {k: _finite_or_none(v) for k, v in _row(progress, metrics).items()}
         with self.path.open("a") as f:
             f.write(json.dumps(row) + "\n")
 
@@ -80,8 +84,8 @@ class CSVLogger(_FileLogger):
 
     Columns are the union of all metric names seen (evaluation columns appear
     in the epochs that evaluated, blank elsewhere). The file is rewritten whole
-    through a temporary file and an atomic rename, so it is never half-written;
-    rows already in the file (from a run being resumed) are kept.
+    every epoch with :func:`replace_text`, so it is never half-written; rows
+    already in the file (from a run being resumed) are kept.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -93,21 +97,22 @@ class CSVLogger(_FileLogger):
         self.rows = read_rows(self.path)[1]
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
-        row = {"env_steps": progress.env_steps, "epoch": progress.epoch}
-        row.update({k: _number(v) for k, v in metrics.items()})
-        self.rows.append(row)
+        self.rows.append(_row(progress, metrics))
         columns = list(dict.fromkeys(k for r in self.rows for k in r))
         replace_text(self.path, _csv_text(columns, self.rows))
 
 
 class TensorBoardLogger(Hook):
-    """Scalars for TensorBoard under ``logdir`` (needs ``tensorboardX``: ``pip install gymjax[tensorboard]``)."""
+    """Scalars for TensorBoard under ``logdir``, written with ``tensorboardX`` (an optional dependency)."""
 
     def __init__(self, logdir: str | os.PathLike):
         try:
             from tensorboardX import SummaryWriter
         except ImportError as e:
-            raise ImportError("TensorBoardLogger needs tensorboardX: pip install tensorboardX") from e
+            raise ImportError(
+                "TensorBoardLogger needs tensorboardX: pip install tensorboardX "
+                "(or, in a gymjax checkout, pip install -e '.[tensorboard]')"
+            ) from e
         self.writer = SummaryWriter(str(logdir))
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
@@ -166,7 +171,7 @@ def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
 
     A run resumed from a checkpoint older than its last logged epoch replays
     those epochs; dropping their old rows first keeps one row per epoch. The
-    file is rewritten through a temporary file and an atomic rename.
+    file is rewritten with :func:`replace_text`.
     """
     path = pathlib.Path(path)
     if not path.exists():

@@ -1,5 +1,6 @@
 """Checkpoints: exact resume, 64-bit step counter, a kill during a save, divergence, load_policy."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -14,7 +15,7 @@ from ppo_configs import TINY
 
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
-from gymjax.trainers.ppo import PPOTrainer, TrainingDiverged, load_policy, train
+from gymjax.trainers.ppo import PPOTrainer, SavedMeta, TrainingDiverged, load_policy, train
 
 ENV = "JaxCartPole-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -70,7 +71,7 @@ def test_resume_is_exact_with_reward_normalization_and_a_normal_policy(tmp_path)
     with pytest.raises(KeyboardInterrupt):
         train(config, env, hooks=[StopAfter(2)], checkpoint_dir=tmp_path, progress_bar=False)
     saved = ckpt.restore(tmp_path / "2", *PPOTrainer(config, env).checkpoint_targets(1))
-    assert np.any(np.asarray(saved.state["reward_norm"].returns) != 0)
+    assert np.any(np.asarray(saved.state.reward_norm.returns) != 0)
     _, params, _ = train(config, env, checkpoint_dir=tmp_path, restore_checkpoint_path=tmp_path, progress_bar=False)
     assert leaves_equal(params, expected)
     assert "log_std" in params.policy["params"]
@@ -188,3 +189,19 @@ def test_a_checkpoint_of_another_state_layout_loads_its_policy_but_does_not_resu
         train(config, ENV, restore_checkpoint_path=tmp_path, progress_bar=False)
     assert load_policy(tmp_path)(jnp.zeros((1, 4))).shape == (1,)
     assert saved_steps(tmp_path) == [1]  # nothing set aside as damaged
+
+
+def test_saved_meta_reads_earlier_checkpoints_and_refuses_other_trainers(tmp_path):
+    train(TINY.replace(num_timesteps=8 * 16, num_evals=1), ENV, checkpoint_dir=tmp_path, progress_bar=False)
+    written = ckpt.read_meta(tmp_path)
+    written.pop("step")  # read_meta adds the step it read
+    meta = SavedMeta.from_json(written)
+    again = json.loads(json.dumps(meta.to_json()))  # as orbax writes it (tuples become lists)
+    assert again == written and list(again) == list(written)  # every key read back, in the order written
+    assert meta.config == TINY.replace(num_timesteps=8 * 16, num_evals=1)
+    # Keys that checkpoints of earlier gymjax versions lack stand for what those versions did.
+    earlier = {k: v for k, v in written.items() if k not in ("elapsed_s", "num_processes", "state_layout", "run_id")}
+    old = SavedMeta.from_json(earlier)
+    assert (old.elapsed_s, old.num_processes, old.state_layout, old.run_id) == (0.0, 1, 1, None)
+    with pytest.raises(ckpt.IncompatibleCheckpoint, match="not a gymjax PPO checkpoint .*trainer='sac'"):
+        SavedMeta.from_json({**written, "trainer": "sac"})

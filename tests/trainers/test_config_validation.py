@@ -49,6 +49,18 @@ def test_good_values_pass_and_numpy_numbers_become_python_numbers():
     assert config.replace(episode_length=None).episode_length is None
 
 
+def test_the_batch_must_split_over_devices_and_minibatches():
+    # 6 envs * 1 step = 6 steps split into 2 minibatches on one device; over 2 devices each has 3.
+    config = PPOConfig(num_envs=6, unroll_length=1, num_minibatches=2)
+    config.check_batch_split(3)  # 2 steps per device: 2 minibatches of 1
+    with pytest.raises(ValueError, match=r"each device's batch, .* = 6 / 2 \* 1 = 3, must be divisible by num_mini"):
+        config.check_batch_split(2)
+    with pytest.raises(ValueError, match=r"num_envs \(6\) must be a multiple of the device count \(4"):
+        config.check_batch_split(4)
+    with pytest.raises(ValueError, match=r"= 3 / 1 \* 5 = 15, must be divisible by num_minibatches \(2\)"):
+        PPOConfig(num_envs=3, unroll_length=5, num_minibatches=2)  # the same check, for one device
+
+
 def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_compiling():
     start = time.perf_counter()
     with pytest.raises(ValueError, match=r"num_envs=10000000 with unroll_length=32 needs at least [0-9.]+ GiB .* is "

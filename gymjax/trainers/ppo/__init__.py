@@ -16,6 +16,7 @@ import jax
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.networks import PolicyParams, PPOParams, action_space_from, make_networks
+from gymjax.trainers.ppo.saved import SavedMeta, SavedState
 from gymjax.trainers.ppo.train import PPOTrainer, Run, TrainingDiverged, train
 from gymjax.trainers.stopping import TrainingStopped
 
@@ -25,6 +26,8 @@ __all__ = [
     "PPOTrainer",
     "PolicyParams",
     "Run",
+    "SavedMeta",
+    "SavedState",
     "TrainingDiverged",
     "TrainingStopped",
     "load_policy",
@@ -52,12 +55,10 @@ def load_policy_and_meta(
     """:func:`load_policy`, and the JSON metadata of the step it came from (env steps, config, ...)."""
     networks = None
 
-    def targets(meta: dict[str, Any]) -> tuple[None, Any]:
+    def targets(meta: dict[str, Any]) -> tuple[None, PolicyParams]:
         nonlocal networks
-        if meta.get("trainer") != "ppo":
-            raise ckpt.IncompatibleCheckpoint(f"{path} is not a gymjax PPO checkpoint (trainer={meta.get('trainer')!r})")
-        config = PPOConfig.from_dict(meta["config"])
-        networks = make_networks(int(meta["obs_size"]), action_space_from(meta["action_space"]), config)
+        saved = SavedMeta.from_json(meta)  # refuses another trainer's checkpoint
+        networks = make_networks(saved.obs_size, action_space_from(saved.action_space), saved.config)
         return None, jax.eval_shape(networks.init, jax.random.PRNGKey(0)).policy_params()
 
     checkpoint = ckpt.restore(path, with_state=False, targets=targets)

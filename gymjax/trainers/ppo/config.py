@@ -64,8 +64,8 @@ def _check_value(name: str, hint: Any, check: str, value: Any) -> None:
 
 
 # Env steps per compiled epoch at most, unless epoch_iterations says otherwise: Python
-# (progress, Ctrl-C, logging) gets control back at least this often, ~35 s for Ant on
-# 2 CPU cores with the C backend.
+# (progress, Ctrl-C, logging) gets control back at least every this many steps: a wait of
+# this divided by the steps/s (Ant's on CPU are in benchmarks/results/ppo_train.md).
 MAX_EPOCH_ENV_STEPS = 250_000
 
 
@@ -160,10 +160,25 @@ class PPOConfig:
                 object.__setattr__(self, field.name, kind(value))
         if self.gae_mode not in GAE_MODES:  # the Literal above and the GAE module must agree
             raise ValueError(f"gae_mode must be one of {GAE_MODES}, got {self.gae_mode!r}")
-        if (self.num_envs * self.unroll_length) % self.num_minibatches:
+        self.check_batch_split(num_devices=1)
+
+    def check_batch_split(self, num_devices: int) -> None:
+        """Raises ValueError unless the batch splits evenly over ``num_devices`` devices.
+
+        Each device steps ``num_envs / num_devices`` envs and cuts its
+        ``num_envs / num_devices * unroll_length`` steps into ``num_minibatches``.
+        The config checks itself for one device; the trainer again for its devices.
+        """
+        if self.num_envs % num_devices:
             raise ValueError(
-                f"num_envs * unroll_length ({self.num_envs * self.unroll_length}) must be divisible "
-                f"by num_minibatches ({self.num_minibatches})"
+                f"num_envs ({self.num_envs}) must be a multiple of the device count ({num_devices}, "
+                "every process's devices together)"
+            )
+        per_device = self.num_envs // num_devices * self.unroll_length
+        if per_device % self.num_minibatches:
+            raise ValueError(
+                f"each device's batch, num_envs / devices * unroll_length = {self.num_envs} / {num_devices} * "
+                f"{self.unroll_length} = {per_device}, must be divisible by num_minibatches ({self.num_minibatches})"
             )
 
     # -- derived sizes ------------------------------------------------------------

@@ -1,10 +1,10 @@
 """How much memory a PPO config needs, checked before anything compiles.
 
 XLA finds out that a batch does not fit only when it allocates it, after a
-compile that can take minutes (``num_envs=10**7`` failed in XLA after 10 s on
-CartPole). This estimate is coarse on purpose, a lower bound of what one
-process holds at once: the envs' states (twice: the epoch's input and output),
-and one iteration's rollout with its SGD copies.
+compile that can take minutes (``num_envs=10**7`` on CartPole failed only
+inside XLA, after compiling). This estimate is coarse on purpose, a lower
+bound of what one process holds at once: the envs' states (twice: the epoch's
+input and output), and one iteration's rollout with its SGD copies.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from gymjax.trainers.ppo.networks import (
 )
 from gymjax.trainers.ppo.normalization import RewardNormalizer, normalize_rewards
 from gymjax.trainers.ppo.normalization import update as update_stats
+from gymjax.trainers.ppo.saved import SavedMeta, SavedState
 from gymjax.trainers.stopping import TrainingStopped, stop_on_signals
 from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
 
@@ -83,6 +84,10 @@ class Run:
     restored_step: int | None = None  # the checkpoint step it continues, None for a fresh run
     damaged_steps: tuple[int, ...] = ()  # newer steps of that checkpoint's directory that did not read
     last_metrics: Metrics = dataclasses.field(default_factory=dict)  # the latest epoch's
+
+    def progress(self, num_epochs: int) -> Progress:
+        """Where the run stands, for the hooks."""
+        return Progress(self.epoch, self.env_steps, num_epochs)
 
 
 def _unreplicate(tree):
@@ -136,18 +141,8 @@ class PPOTrainer:
         self.env = envs.make(env) if isinstance(env, str) else env
         eval_env = envs.make(eval_env) if isinstance(eval_env, str) else eval_env
         self.devices = jax.devices()  # every process's: the mesh spans them all
-        if config.num_envs % len(self.devices):
-            raise ValueError(
-                f"num_envs ({config.num_envs}) must be a multiple of the device count ({len(self.devices)}, "
-                f"over {jax.process_count()} process(es))"
-            )
+        config.check_batch_split(len(self.devices))
         self.envs_per_device = config.num_envs // len(self.devices)
-        if (self.envs_per_device * config.unroll_length) % config.num_minibatches:
-            raise ValueError(
-                f"each device's batch (num_envs / devices * unroll_length = "
-                f"{self.envs_per_device * config.unroll_length}) must be divisible by num_minibatches "
-                f"({config.num_minibatches})"
-            )
 
         self.agent_episode_length = config.agent_episode_length(self.env)
         self.train_env = wrap_for_training(
@@ -170,7 +165,7 @@ class PPOTrainer:
             raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
         self.networks: PPONetworks = make_networks(obs_shape[0], self.env.action_space, config)
         action_shape = getattr(self.env.action_space, "shape", None) or (1,)
-        local_envs = config.num_envs * len(jax.local_devices()) // len(self.devices)
+        local_envs = self.envs_per_device * len(jax.local_devices())
         memory.check_fits(config, self.env, obs_shape[0], int(np.prod(action_shape)), local_envs)
         self.optimizer = self._make_optimizer()
         self.mesh = jax.make_mesh(
@@ -204,21 +199,25 @@ class PPOTrainer:
 
     def init(self, run_id: str | None = None) -> Run:
         """A fresh run: new parameters, optimizer state and envs, from ``config.seed``."""
-        key = jax.random.PRNGKey(self.config.seed)
+        state = self._replicate(self._fresh(jax.random.PRNGKey(self.config.seed), len(self.devices)))
+        return Run(state=state, run_id=run_id or ckpt.new_run_id())
+
+    def _fresh(self, key: jax.Array, num_devices: int) -> SavedState:
+        """A fresh run's state in the checkpoint layout; under ``jax.eval_shape``, a restore's target."""
         params_key, env_key, train_key = jax.random.split(key, 3)
         params = self.networks.init(params_key)
         opt_state = self.optimizer.init((params.policy, params.value))
         env_keys = jax.random.split(env_key, self.config.num_envs)
         env_state = jax.jit(self.train_env.reset)(env_keys)
         reward_norm = RewardNormalizer.create(self.config.num_envs)
-        keys = jax.random.split(train_key, len(self.devices))
-        state = self._replicate(params, opt_state, env_state, reward_norm, keys)
-        return Run(state=state, run_id=run_id or ckpt.new_run_id())
+        keys = jax.random.split(train_key, num_devices)
+        return SavedState(params=params, opt_state=opt_state, env_state=env_state, reward_norm=reward_norm, keys=keys)
 
-    def _replicate(self, params, opt_state, env_state, reward_norm, keys) -> TrainingState:
-        """Host pytrees -> one :class:`TrainingState` laid out ``[D, ...]``, one slice per device.
+    def _replicate(self, saved: SavedState) -> TrainingState:
+        """A :class:`SavedState` -> one :class:`TrainingState` laid out ``[D, ...]``, one slice per device.
 
         Per-env leaves (``[num_envs, ...]``) are split over the devices; the rest is replicated.
+        The inverse of :meth:`_gather`.
         """
         d = len(self.devices)
 
@@ -230,12 +229,28 @@ class PPOTrainer:
         # explicit sizes, not -1: some mjx.Data fields are empty ([N, 0])
         shard = lambda tree: jax.tree.map(lambda x: put(np.reshape(x, (d, x.shape[0] // d) + x.shape[1:])), tree)  # noqa: E731
         replicate = lambda tree: jax.tree.map(lambda x: put(np.broadcast_to(x, (d,) + np.shape(x))), tree)  # noqa: E731
+        norm = saved.reward_norm
         return TrainingState(
-            params=replicate(params),
-            opt_state=replicate(opt_state),
-            env_state=shard(env_state),
-            reward_norm=RewardNormalizer(returns=shard(reward_norm.returns), stats=replicate(reward_norm.stats)),
-            key=put(keys),
+            params=replicate(saved.params),
+            opt_state=replicate(saved.opt_state),
+            env_state=shard(saved.env_state),
+            reward_norm=RewardNormalizer(returns=shard(norm.returns), stats=replicate(norm.stats)),
+            key=put(saved.keys),
+        )
+
+    def _gather(self, state: TrainingState) -> SavedState:
+        """The run's ``[D, ...]`` state whole on the host, in the checkpoint layout (a collective:
+        every process calls it). The inverse of :meth:`_replicate`."""
+        state = _whole(state)
+        # [D, B / D] -> [B]: one layout whatever the device count
+        merge = lambda tree: jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), tree)  # noqa: E731
+        norm = state.reward_norm
+        return SavedState(
+            params=_unreplicate(state.params),
+            opt_state=_unreplicate(state.opt_state),
+            env_state=merge(state.env_state),
+            reward_norm=RewardNormalizer(returns=merge(norm.returns), stats=_unreplicate(norm.stats)),
+            keys=state.key,
         )
 
     # -- the compiled epoch ----------------------------------------------------------
@@ -369,46 +384,35 @@ class PPOTrainer:
     # -- checkpoints -----------------------------------------------------------------
 
     def to_checkpoint(self, run: Run) -> ckpt.Checkpoint:
-        state = _whole(run.state)  # a collective: every process calls it
-        params = _unreplicate(state.params)
-        meta = {
-            "trainer": "ppo",
-            "config": self.config.to_dict(),
-            "env_steps": run.env_steps,
-            "epoch": run.epoch,
-            "elapsed_s": run.elapsed_s,
-            "num_devices": len(self.devices),
-            "num_processes": jax.process_count(),
-            "obs_size": self.networks.obs_size,
-            "action_space": describe_action_space(self.env.action_space),
-            "env_id": self.env_id,
-            "state_layout": STATE_LAYOUT,
-        }
-        host = {
-            "params": params,
-            "opt_state": _unreplicate(state.opt_state),
-            # [D, B / D] -> [B]: one layout whatever the device count
-            "env_state": jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), state.env_state),
-            "reward_norm": RewardNormalizer(
-                returns=state.reward_norm.returns.reshape(-1), stats=_unreplicate(state.reward_norm.stats)
-            ),
-            "keys": state.key,
-        }
-        return ckpt.Checkpoint(state=host, policy=params.policy_params(), meta=meta)
+        """``run`` as a checkpoint's items (a collective: every process calls it)."""
+        saved = self._gather(run.state)
+        meta = SavedMeta(
+            config=self.config,
+            env_steps=run.env_steps,
+            epoch=run.epoch,
+            elapsed_s=run.elapsed_s,
+            num_devices=len(self.devices),
+            num_processes=jax.process_count(),
+            obs_size=self.networks.obs_size,
+            action_space=describe_action_space(self.env.action_space),
+            env_id=self.env_id,
+            state_layout=STATE_LAYOUT,
+            run_id=run.run_id,
+        )
+        return ckpt.Checkpoint(state=saved, policy=saved.policy, meta=meta.to_json())
 
-    def check_compatible(self, meta: dict[str, Any]) -> None:
+    def check_compatible(self, meta: SavedMeta) -> None:
         """Refuses a checkpoint this trainer cannot continue (another env, spaces or network shape).
 
         Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
         """
-        layout = meta.get("state_layout", 1)  # checkpoints before the layout was recorded hold layout 1
-        if layout != STATE_LAYOUT:
+        if meta.state_layout != STATE_LAYOUT:
             raise ckpt.IncompatibleCheckpoint(
                 f"cannot resume: the checkpoint was written by an earlier gymjax whose env state had another "
-                f"layout ({layout}; this gymjax's is {STATE_LAYOUT}). Its policy still loads (gymjax eval, "
+                f"layout ({meta.state_layout}; this gymjax's is {STATE_LAYOUT}). Its policy still loads (gymjax eval, "
                 "gymjax render, load_policy); to train on, start a new run"
             )
-        saved = PPOConfig.from_dict(meta["config"])
+        saved = meta.config
         for name in ("num_envs", "policy_hidden_sizes", "value_hidden_sizes", "activation", "policy_distribution"):
             if getattr(saved, name) != getattr(self.config, name):
                 raise ckpt.IncompatibleCheckpoint(
@@ -416,74 +420,55 @@ class PPOTrainer:
                     f"{getattr(self.config, name)!r}"
                 )
         env_name = self.env_id or type(self.env).__name__
-        if meta.get("env_id") and self.env_id and meta["env_id"] != self.env_id:
-            raise ckpt.IncompatibleCheckpoint(f"cannot resume: the checkpoint was trained on {meta['env_id']}, not {self.env_id}")
-        if int(meta["obs_size"]) != self.networks.obs_size:
+        if meta.env_id and self.env_id and meta.env_id != self.env_id:
+            raise ckpt.IncompatibleCheckpoint(f"cannot resume: the checkpoint was trained on {meta.env_id}, not {self.env_id}")
+        if meta.obs_size != self.networks.obs_size:
             raise ckpt.IncompatibleCheckpoint(
-                f"cannot resume: the checkpoint's policy takes {meta['obs_size']} observations, {env_name} gives "
+                f"cannot resume: the checkpoint's policy takes {meta.obs_size} observations, {env_name} gives "
                 f"{self.networks.obs_size}"
             )
         action_space = describe_action_space(self.env.action_space)
-        if meta["action_space"] != action_space:
+        if meta.action_space != action_space:
             raise ckpt.IncompatibleCheckpoint(
-                f"cannot resume: the checkpoint's action space is {meta['action_space']}, {env_name}'s {action_space}"
+                f"cannot resume: the checkpoint's action space is {meta.action_space}, {env_name}'s {action_space}"
             )
-        if int(meta["num_devices"]) != len(self.devices):
+        if meta.num_devices != len(self.devices):
             warnings.warn(
-                f"the checkpoint was written on {meta['num_devices']} device(s), this process has "
+                f"the checkpoint was written on {meta.num_devices} device(s), this process has "
                 f"{len(self.devices)}: training continues with new PRNG streams per device, so it will not "
-                f"reproduce a run that kept {meta['num_devices']}",
+                f"reproduce a run that kept {meta.num_devices}",
                 stacklevel=3,
             )
 
-    def from_checkpoint(self, checkpoint: ckpt.Checkpoint) -> Run:
-        self.check_compatible(checkpoint.meta)
-        return self._run_from(checkpoint)
-
-    def _run_from(self, checkpoint: ckpt.Checkpoint) -> Run:
-        """A :class:`Run` from a checkpoint already checked by :meth:`check_compatible`."""
-        state = checkpoint.state
-        keys = jnp.asarray(state["keys"])
-        if keys.shape[0] != len(self.devices):
-            # A different device count cannot continue the same key streams.
-            keys = jax.random.split(keys[0], len(self.devices))
-        run_state = self._replicate(state["params"], state["opt_state"], state["env_state"], state["reward_norm"], keys)
-        meta = checkpoint.meta
-        return Run(
-            run_state,
-            int(meta["env_steps"]),
-            int(meta["epoch"]),
-            float(meta.get("elapsed_s", 0.0)),
-            run_id=meta.get("run_id") or ckpt.new_run_id(),
-            restored_step=checkpoint.step,
-            damaged_steps=checkpoint.damaged,
-        )
-
-    def checkpoint_targets(self, num_devices: int) -> tuple[Any, Any]:
-        """The structures a checkpoint restores into: (state, policy), shapes only, nothing computed."""
-
-        def host_init():
-            key = jax.random.PRNGKey(0)
-            params = self.networks.init(key)
-            opt_state = self.optimizer.init((params.policy, params.value))
-            env_state = self.train_env.reset(jax.random.split(key, self.config.num_envs))
-            return params, opt_state, env_state
-
-        params, opt_state, env_state = jax.eval_shape(host_init)
-        keys = jax.ShapeDtypeStruct((num_devices, 2), jnp.uint32)
-        reward_norm = jax.eval_shape(lambda: RewardNormalizer.create(self.config.num_envs))
-        state = {"params": params, "opt_state": opt_state, "env_state": env_state, "reward_norm": reward_norm,
-                 "keys": keys}
-        return state, params.policy_params()
+    def checkpoint_targets(self, num_devices: int) -> tuple[SavedState, PolicyParams]:
+        """The structures a checkpoint of a run on ``num_devices`` devices restores into:
+        ``(state, policy)``, shapes only, nothing computed."""
+        state = jax.eval_shape(lambda: self._fresh(jax.random.PRNGKey(0), num_devices))
+        return state, state.policy
 
     def restore(self, path: str | pathlib.Path) -> Run:
         """A run continued from the newest intact checkpoint at ``path`` (a checkpoint root or one step)."""
 
-        def targets(meta: dict[str, Any]) -> tuple[Any, Any]:
-            self.check_compatible(meta)  # before reading the state: a clear error, not a shape mismatch
-            return self.checkpoint_targets(int(meta["num_devices"]))
+        def targets(meta: dict[str, Any]) -> tuple[SavedState, PolicyParams]:
+            saved = SavedMeta.from_json(meta)
+            self.check_compatible(saved)  # before reading the state: a clear error, not a shape mismatch
+            return self.checkpoint_targets(saved.num_devices)
 
-        return self._run_from(ckpt.restore(path, targets=targets))  # targets() checked it
+        checkpoint = ckpt.restore(path, targets=targets)
+        saved: SavedState = checkpoint.state
+        if saved.keys.shape[0] != len(self.devices):
+            # A different device count cannot continue the same key streams.
+            saved = saved.replace(keys=jax.random.split(jnp.asarray(saved.keys)[0], len(self.devices)))
+        meta = SavedMeta.from_json(checkpoint.meta)
+        return Run(
+            self._replicate(saved),
+            meta.env_steps,
+            meta.epoch,
+            meta.elapsed_s,
+            run_id=meta.run_id or ckpt.new_run_id(),
+            restored_step=checkpoint.step,
+            damaged_steps=checkpoint.damaged,
+        )
 
 
 def train(
@@ -519,10 +504,9 @@ def train(
         progress_fn: ``progress_fn(env_steps, metrics)`` after every epoch.
         policy_params_fn: ``policy_params_fn(env_steps, make_policy, params)``
             after every epoch; ``make_policy(params)`` works on those params.
-        checkpoint_dir: where to save checkpoints (every
-            ``config.save_every_epochs`` epochs and at the end); None: no saving.
-        restore_checkpoint_path: a checkpoint directory (its latest complete
-            checkpoint) or one step's directory to resume from.
+        checkpoint_dir: where to save checkpoints (as ``config.save_every_epochs``
+            says); None: no saving.
+        restore_checkpoint_path: where to resume from, as :meth:`PPOTrainer.restore` reads it.
         progress_bar: show a tqdm bar with env steps, steps/s and the latest return.
 
     Returns:
@@ -560,7 +544,7 @@ def train(
 def _save(trainer: PPOTrainer, run: Run, checkpointer: ckpt.Checkpointer, hook: Hooks) -> int:
     """Saves ``run`` as step ``run.epoch`` (every process takes part) and tells the hooks; returns the step."""
     path = checkpointer.save(run.epoch, trainer.to_checkpoint(run))
-    hook.after_checkpoint(Progress(run.epoch, run.env_steps, trainer.config.num_epochs), path)
+    hook.after_checkpoint(run.progress(trainer.config.num_epochs), path)
     return run.epoch
 
 
@@ -583,7 +567,7 @@ def _train_loop(
             f"{config.env_steps_per_iteration:,} steps (num_envs x unroll_length x action_repeat)",
             file=sys.stderr,
         )
-    hook.before_training(Progress(run.epoch, run.env_steps, config.num_epochs), resumed=run.restored_step is not None)
+    hook.before_training(run.progress(config.num_epochs), resumed=run.restored_step is not None)
     saved_epoch = run.epoch if run.restored_step is not None else None
     bar = tqdm(
         total=config.total_env_steps,
@@ -601,10 +585,10 @@ def _train_loop(
             # Every process stops at the same epoch, whichever got the signal.
             if stopping := distributed.any_process(stop.signum is not None):
                 break
-            hook.before_epoch(Progress(run.epoch, run.env_steps, config.num_epochs))
+            hook.before_epoch(run.progress(config.num_epochs))
             start = time.perf_counter()
             metrics = trainer.run_epoch(run)
-            progress = Progress(run.epoch, run.env_steps, config.num_epochs)
+            progress = run.progress(config.num_epochs)
             if not config.log_training_metrics:
                 latest_train_return = metrics.pop("train/episode_return")
                 for k in ("train/episodes", "train/episode_length"):
