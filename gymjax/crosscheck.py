@@ -96,7 +96,7 @@ def collect(env_id: str, num_envs: int, steps: int, max_episode_steps: int, seed
             reached[i] = info["final_obs"][i]  # the obs the episode ended on, before the reset
         for key, value in zip(record, (obs, actions, rewards, terminated, truncated, reached)):
             record[key].append(np.asarray(value))
-        final = vec.unwrapped.state.autoreset.final_episode
+        final = vec.unwrapped.jax_state.autoreset.final_episode
         for i in np.flatnonzero(done):
             episodes["gymjax"].append((int(i), t, float(final.episode_return[i]), int(final.episode_length[i])))
             episodes["gymnasium_stats"].append((int(i), t, float(info["episode"]["r"][i]), int(info["episode"]["l"][i])))

@@ -130,9 +130,11 @@ def _pendulum(**kwargs):
     return Pendulum(**kwargs)
 
 
-# MuJoCo is imported lazily: classic-control users do not pay for loading MJX.
+# MuJoCo is imported lazily: classic-control users do not pay for loading MJX. Each id's time
+# limit is stated here only (Gymnasium needs it at import, before any env is built); the env
+# classes read it back as their ``max_episode_steps``.
 register("JaxAnt-v0", _ant, max_episode_steps=1000)
 register("JaxMultiAnt-v0", _multi_ant, max_episode_steps=1000, multi_agent=True)
 register("JaxInvertedPendulum-v0", _inverted_pendulum, max_episode_steps=1000)
-register("JaxCartPole-v0", _cartpole, max_episode_steps=500)
+register("JaxCartPole-v0", _cartpole, max_episode_steps=500)  # CartPole-v1's (v0's was 200)
 register("JaxPendulum-v0", _pendulum, max_episode_steps=200)

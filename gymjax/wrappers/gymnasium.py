@@ -117,9 +117,9 @@ class GymnasiumEnv(Presenter, gymnasium.Env):
     @property
     def data(self):
         """A ``mujoco.MjData`` at the current state (a copy: writing to it changes nothing)."""
-        if self.state is None:
+        if self.jax_state is None:
             raise gymnasium.error.ResetNeeded("call reset() before reading data")
-        return self._mujoco("mj_data")(self.state)
+        return self._mujoco("mj_data")(self.jax_state)
 
     def state_vector(self) -> np.ndarray:
         """``concatenate([qpos, qvel])``, as Gymnasium's ``MujocoEnv.state_vector``."""

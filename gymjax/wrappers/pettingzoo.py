@@ -26,7 +26,7 @@ import pettingzoo
 
 from gymjax import envs
 from gymjax.core import Env, check_agents
-from gymjax.wrappers.session import Session, check_action
+from gymjax.wrappers.session import Presenter, Session, check_action
 from gymjax.wrappers.training import RandomizationFn
 
 
@@ -36,7 +36,7 @@ def _multi_agent(env: Env | str) -> Env | str:
     return env
 
 
-class _MultiAgentAdapter:
+class _MultiAgentAdapter(Presenter):
     """What both adapters share: per-agent spaces, metadata and ``close``.
 
     Each adapter owns copies of the spaces, so seeding one adapter's
@@ -52,14 +52,6 @@ class _MultiAgentAdapter:
         self.state_space = copy.deepcopy(getattr(base, "state_space", None))
         name = env if isinstance(env, str) else repr(env)
         self.metadata = {**base.metadata, "name": name, "is_parallelizable": True}
-
-    @property
-    def jax_env(self) -> Env:
-        return self.session.jax_env
-
-    @property
-    def jax_state(self):
-        return self.session.state
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Box:
         return self.observation_spaces[agent]

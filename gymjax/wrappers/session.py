@@ -247,8 +247,11 @@ class Presenter:
         return self.session.jax_env
 
     @property
-    def state(self) -> State | None:
-        """The batch's (or the single env's) JAX state; None before the first reset."""
+    def jax_state(self) -> State | None:
+        """The batch's (or the single env's) JAX state; None before the first reset.
+
+        Not ``state``: PettingZoo's ``state()`` is the global observation, and Gymnasium's
+        classic envs keep their physics in ``state``."""
         return self.session.state
 
 
@@ -435,7 +438,7 @@ class Session:
     def set_state(self, qpos: Any, qvel: Any) -> None:
         """A single env's simulator put at ``(qpos, qvel)``, as Gymnasium's MuJoCo envs do."""
         base = self.base
-        if self.batched or not hasattr(base, "reset_to"):
+        if self.batched or not hasattr(base, "init_qpos"):  # a MuJoCo simulator, reset_to(qpos, qvel)
             raise TypeError(f"{base!r} has no simulator state to set" if not self.batched
                             else "set_state works on a single env")
         nq, nv = np.shape(base.init_qpos)[0], np.shape(base.init_qvel)[0]

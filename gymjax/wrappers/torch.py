@@ -70,7 +70,7 @@ def to_jax(tensor: torch.Tensor, bridge_device: torch.device) -> jax.Array:
 
     Without ``jax_enable_x64``, JAX holds no int64: such a tensor is narrowed to
     int32 by torch first (a small copy), which costs a fraction of JAX's own
-    conversion after the transfer (~75 us per step on a 2-core CPU).
+    conversion after the transfer.
     """
     # An action computed by a network carries autograd history, which DLPack refuses; the env
     # only reads its values.

@@ -7,6 +7,15 @@ The usual stack, innermost first (what :func:`wrap_for_training` builds)::
 
 Every wrapper is pure: it never writes to an env object, so the same base env
 can back a training batch, an eval batch and a Gymnasium adapter at once.
+
+The builders, one composition and its two batched uses:
+
+- :func:`single_env_stack`: the unbatched layers (randomization, action repeat,
+  time limit); a single Gymnasium/torch env and the CLI's renderer step it.
+- :func:`wrap_for_training`: that stack vmapped and auto-reset; what a trainer
+  and every vector adapter step.
+- :func:`make_eval_env`: that stack vmapped without auto-reset, on a copy of
+  the env and nominal physics unless asked; what an evaluator steps.
 """
 
 from __future__ import annotations

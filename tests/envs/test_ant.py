@@ -34,7 +34,7 @@ def test_one_step_matches_ant_v5(ant_env, reference_states):
         obs_ref, reward_ref, term_ref, _, info_ref = ref.step(action)
         ours.set_state(qpos, qvel)
         obs, reward, terminated, truncated, info = ours.step(action.astype(np.float32))
-        data = ours.state.env_state
+        data = ours.jax_state.env_state
         q_ref = np.concatenate([ref.data.qpos, ref.data.qvel])
         q_ours = np.concatenate([data.qpos, data.qvel])
         state_err.append(np.linalg.norm(q_ours - q_ref) / np.linalg.norm(q_ref))
@@ -65,7 +65,7 @@ def test_observation_layout_is_ant_v5s(ant_env, reference_states):
 
 def test_reset_follows_ant_v5(ant_env):
     obs, info = ant_env.reset(seed=5)
-    data = ant_env.unwrapped.state.env_state
+    data = ant_env.unwrapped.jax_state.env_state
     qpos0 = ant_env.unwrapped.jax_env.mj_model.qpos0
     assert np.abs(np.asarray(data.qpos) - qpos0).max() <= 0.1 + 1e-6
     assert np.abs(np.asarray(data.qvel)).max() > 0.1  # 0.1 * N(0, 1) over 14 dofs

@@ -33,7 +33,7 @@ def test_cartpole_matches_gymnasium_step_for_step():
     for physics, action in states:
         ref.state, ref.steps_beyond_terminated = physics.copy(), None
         obs_ref, reward_ref, term_ref, _, _ = ref.step(action)
-        out = step(env.state_from(physics), jnp.int32(action))
+        out = step(env.reset_to(physics), jnp.int32(action))
         np.testing.assert_allclose(out.obs, obs_ref, rtol=1e-5, atol=1e-5)
         assert float(out.reward) == reward_ref
         assert bool(out.terminated) == term_ref
@@ -48,7 +48,7 @@ def test_pendulum_matches_gymnasium_step_for_step():
     for physics, action in states:
         ref.state = physics.copy()
         obs_ref, reward_ref, _, _, _ = ref.step(action)
-        out = step(env.state_from(physics), jnp.asarray(action))
+        out = step(env.reset_to(physics), jnp.asarray(action))
         np.testing.assert_allclose(out.obs, obs_ref, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(out.reward, reward_ref, rtol=1e-5, atol=1e-5)
         assert not bool(out.terminated)
@@ -75,7 +75,7 @@ def test_reset_distribution_follows_gymnasium():
 
 def test_params_change_the_dynamics():
     env = CartPole()
-    state = env.state_from(jnp.array([0.0, 0.0, 0.1, 0.0]))
+    state = env.reset_to(jnp.array([0.0, 0.0, 0.1, 0.0]))
     light = env.step(state, 1, CartPoleParams(gravity=1.0))
     heavy = env.step(state, 1, CartPoleParams(gravity=20.0))
     assert float(heavy.obs[3]) > float(light.obs[3])  # the pole falls faster under more gravity

@@ -199,7 +199,7 @@ def test_randomization_through_make_and_make_vec():
 
     vec = gymnasium.make_vec("JaxCartPole-v0", num_envs=4, randomization_fn=heavier)
     vec.reset(seed=0)
-    masspole = vec.state.randomized["masspole"]
+    masspole = vec.jax_state.randomized["masspole"]
     assert ((np.asarray(masspole) >= 0.2) & (np.asarray(masspole) <= 0.3)).all()
     single = gymnasium.make("JaxCartPole-v0", randomization_fn=heavier)
     single.reset(seed=0)

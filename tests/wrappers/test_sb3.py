@@ -185,7 +185,7 @@ def test_randomization_and_env_options():
 
     env = SB3VecEnv("JaxCartPole-v0", 4, randomization_fn=heavier, sutton_barto_reward=True)
     env.reset()
-    masspole = env.state.randomized["masspole"]
+    masspole = env.jax_state.randomized["masspole"]
     assert ((np.asarray(masspole) >= 0.2) & (np.asarray(masspole) <= 0.3)).all()
     assert len(set(np.asarray(masspole).tolist())) == 4  # one draw per env
     assert env.get_attr("sutton_barto_reward") == [True] * 4

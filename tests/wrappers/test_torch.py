@@ -22,9 +22,9 @@ def _pointer(array: jax.Array) -> int:
 def test_outputs_are_the_jax_buffers_no_copy():
     env = TorchVectorEnv("JaxCartPole-v0", 4)
     obs, _ = env.reset(seed=0)
-    assert obs.data_ptr() == _pointer(env.state.obs)
+    assert obs.data_ptr() == _pointer(env.jax_state.obs)
     obs, reward, terminated, truncated, info = env.step(torch.ones(4, dtype=torch.int64))
-    s = env.state
+    s = env.jax_state
     assert obs.data_ptr() == _pointer(s.obs)
     assert reward.data_ptr() == _pointer(s.reward)
     assert terminated.data_ptr() == _pointer(s.terminated)
@@ -45,12 +45,12 @@ def test_in_place_writes_alias_the_jax_buffer_unless_copy():
     env = TorchVectorEnv("JaxCartPole-v0", 2)
     obs, _ = env.reset(seed=0)
     obs[0, 0] = 123.0
-    assert np.asarray(env.state.obs)[0, 0] == 123.0  # the documented aliasing
+    assert np.asarray(env.jax_state.obs)[0, 0] == 123.0  # the documented aliasing
     copied = TorchVectorEnv("JaxCartPole-v0", 2, copy=True)
     obs, _ = copied.reset(seed=0)
-    assert obs.data_ptr() != _pointer(copied.state.obs)
+    assert obs.data_ptr() != _pointer(copied.jax_state.obs)
     obs[0, 0] = 123.0
-    assert np.asarray(copied.state.obs)[0, 0] != 123.0
+    assert np.asarray(copied.jax_state.obs)[0, 0] != 123.0
 
 
 def test_dtypes_and_device_are_kept():
@@ -164,7 +164,7 @@ def test_bad_discrete_actions_and_stepping_before_reset():
 def test_single_env_equals_gymnasium_env_and_truncates_in_jax():
     ours, numpy_env = TorchEnv("JaxPendulum-v0", max_episode_steps=3), GymnasiumEnv("JaxPendulum-v0")
     obs, _ = ours.reset(seed=4)
-    assert obs.data_ptr() == _pointer(ours.state.obs)
+    assert obs.data_ptr() == _pointer(ours.jax_state.obs)
     np.testing.assert_array_equal(obs.numpy(), numpy_env.reset(seed=4)[0])
     for t in range(3):
         action = torch.tensor([0.3 * t - 0.5])

@@ -62,7 +62,7 @@ def test_action_repeat_sums_rewards_and_stops_at_the_end():
     np.testing.assert_allclose(repeated.reward, total, rtol=1e-5)
 
     cartpole = CartPole()
-    near_edge = cartpole.state_from(jnp.array([2.39, 5.0, 0.0, 0.0]))  # ends on the first step
+    near_edge = cartpole.reset_to(jnp.array([2.39, 5.0, 0.0, 0.0]))  # ends on the first step
     out = ActionRepeat(cartpole, 4).step(near_edge, 1)
     once = cartpole.step(near_edge, 1)
     assert bool(out.terminated) and float(out.reward) == 1.0

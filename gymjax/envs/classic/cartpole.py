@@ -15,7 +15,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
-from gymjax.envs import options
+from gymjax.envs import options, spec
 
 
 @struct.dataclass
@@ -33,7 +33,7 @@ class CartPoleParams:
 class CartPole(Env[CartPoleParams]):
     """Observation ``[x, x_dot, theta, theta_dot]``; action 0 (push left) or 1 (push right)."""
 
-    max_episode_steps = 500  # v0 of the original had 200; Gymnasium's v1 has 500
+    max_episode_steps = spec("JaxCartPole-v0").max_episode_steps
     theta_threshold = 12 * 2 * math.pi / 360
     x_threshold = 2.4
 
@@ -56,9 +56,9 @@ class CartPole(Env[CartPoleParams]):
 
     def reset(self, key, params=None):
         physics = jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05)
-        return self.state_from(physics)
+        return self.reset_to(physics)
 
-    def state_from(self, physics: jax.Array) -> State:
+    def reset_to(self, physics: jax.Array) -> State:
         """A fresh state at ``physics = [x, x_dot, theta, theta_dot]``."""
         physics = jnp.asarray(physics, jnp.float32)
         return State(

@@ -12,7 +12,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
-from gymjax.envs import options
+from gymjax.envs import options, spec
 
 
 @struct.dataclass
@@ -34,7 +34,7 @@ def angle_normalize(x: jax.Array) -> jax.Array:
 class Pendulum(Env[PendulumParams]):
     """Observation ``[cos(theta), sin(theta), theta_dot]``; action a torque in ``[-2, 2]``."""
 
-    max_episode_steps = 200
+    max_episode_steps = spec("JaxPendulum-v0").max_episode_steps
 
     def __init__(self, g: float = 10.0):
         self.g = options.real(self, "g", g)
@@ -53,9 +53,9 @@ class Pendulum(Env[PendulumParams]):
 
     def reset(self, key, params=None):
         high = jnp.array([jnp.pi, 1.0], jnp.float32)
-        return self.state_from(jax.random.uniform(key, (2,), jnp.float32, -high, high))
+        return self.reset_to(jax.random.uniform(key, (2,), jnp.float32, -high, high))
 
-    def state_from(self, physics: jax.Array) -> State:
+    def reset_to(self, physics: jax.Array) -> State:
         """A fresh state at ``physics = [theta, theta_dot]``."""
         physics = jnp.asarray(physics, jnp.float32)
         return State(

@@ -22,11 +22,11 @@ import mujoco
 import numpy as np
 
 from gymjax.core import State
-from gymjax.envs import options
-from gymjax.envs.mujoco.base import MjxEnv, cfrc_ext
+from gymjax.envs import options, spec
+from gymjax.envs.mujoco.base import MujocoEnv, cfrc_ext
 
 
-class Ant(MjxEnv):
+class Ant(MujocoEnv):
     """Quadruped locomotion: 105-dim observation, 8 torque actions in ``[-1, 1]``.
 
     Observation (defaults): ``qpos[2:]`` (13), ``qvel`` (14), then the clipped
@@ -35,7 +35,7 @@ class Ant(MjxEnv):
     - ctrl_cost_weight * sum(a^2) - contact_cost_weight * sum(clip(cfrc_ext)^2)``.
     """
 
-    max_episode_steps = 1000
+    max_episode_steps = spec("JaxAnt-v0").max_episode_steps
     reset_info_keys = ("x_position", "y_position", "distance_from_origin")
 
     def __init__(

@@ -10,8 +10,8 @@ Backends (the ``backend`` option):
 
 - ``"mjx"``: MuJoCo MJX, pure JAX; differentiable; the fast path on GPU/TPU.
 - ``"mujoco"``: MuJoCo's C engine through one ``jax.pure_callback`` per batch
-  (:mod:`gymjax.envs.mujoco.host`); still jittable and vmappable, 4-6x faster
-  than MJX on CPU and exactly Gymnasium's physics; not differentiable.
+  (:mod:`gymjax.envs.mujoco.host`); still jittable and vmappable, the faster
+  engine on a CPU and exactly Gymnasium's physics; not differentiable.
 - ``"auto"``: ``"mjx"`` when JAX runs on a GPU/TPU, ``"mujoco"`` on CPU.
 """
 
@@ -33,18 +33,18 @@ from mujoco import mjx
 
 from gymjax.core import Env, State
 from gymjax.envs import options
-from gymjax.envs.mujoco.host import HostBackend, HostData
+from gymjax.envs.mujoco.host import CallbackEngine, HostData
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("mjx", "mujoco", "auto")
 
 # Solver presets: (constraint solver iterations, line-search iterations).
-# Measured on a 2-core CPU, Ant-v5 (5 substeps), 256 envs, against MuJoCo C from
-# the same states (median relative error of qpos/qvel after one step):
-#   "accurate"  (4, 8):    ~4e-6,  ~1,230 steps/s. No better beyond 4/8.
-#   "fast"      (1, 4):    ~7e-3,  ~2,200 steps/s. Fine for learning; parity suffers.
-#   "reference" (100, 50): MuJoCo's and MJX's defaults, ~340 steps/s.
+#   "accurate"  (4, 8):    the fewest iterations whose error against MuJoCo C (from the same
+#                          states) more iterations no longer reduce; the parity tests bound it.
+#   "fast"      (1, 4):    several times the throughput; fine for learning, parity suffers.
+#   "reference" (100, 50): MuJoCo's and MJX's defaults, the slowest.
+# Throughput of each: the env suite of benchmarks/ (benchmarks/results/README.md).
 SOLVER_PRESETS: dict[str, tuple[int, int]] = {
     "accurate": (4, 8),
     "fast": (1, 4),
@@ -106,7 +106,7 @@ def cfrc_ext(data: mjx.Data) -> jax.Array:
     return impl.cfrc_ext if hasattr(impl, "cfrc_ext") else data.cfrc_ext
 
 
-class MjxEnv(Env[mjx.Model]):
+class MujocoEnv(Env[mjx.Model]):
     """Base for MuJoCo envs: loads the model, steps ``frame_skip`` substeps, renders.
 
     Args:
@@ -153,7 +153,7 @@ class MjxEnv(Env[mjx.Model]):
         self.camera = dict(camera or {})
         self._render_options(**(render or {}))
         self._model = mjx.put_model(self.mj_model)
-        self._host = HostBackend(self.mj_model, frame_skip) if self.backend == "mujoco" else None
+        self._host = CallbackEngine(self.mj_model, frame_skip) if self.backend == "mujoco" else None
         # A zeroed Data, like MuJoCo's mj_resetData; reset writes qpos/qvel into it.
         self._blank_data = mjx.make_data(self.mj_model) if self.backend == "mjx" else None
         self.init_qpos = jnp.asarray(self.mj_model.qpos0, jnp.float32)

@@ -193,8 +193,8 @@ class HostPhysics:
         when it integrates), its ``xpos`` is ``mj_kinematics``' and, without
         sensors, it leaves ``cfrc_ext`` zero; so models without sensors or plugins
         (nor randomized mocap bodies) get the state written in NumPy and ``mj_kinematics`` alone. Auto-reset resets
-        a whole batch each time one of its envs ends (most steps at 256 Ants);
-        measured there: 0.55 ms instead of 4.2 ms.
+        a whole batch each time one of its envs ends (most steps at 256 Ants), so
+        this is on the hot path (benchmarks/vector_ceiling.py profiles it).
         """
         n = len(qpos)
         m = self.mj_model
@@ -217,7 +217,8 @@ class HostPhysics:
             mujoco.mj_setState(model, worker.data, full[i], STATE_SPEC)
             mujoco.mj_kinematics(model, worker.data)
 
-        # One thread: ~2 us an env, and two threads would spend it passing the GIL.
+        # One thread: the kinematics of one env costs about what passing the GIL between two
+        # threads would.
         return self._run(n, fields, kinematics, state=full, nthread=1)
 
     def step(self, state: np.ndarray, ctrl: np.ndarray, fields: dict[str, np.ndarray]):
@@ -237,8 +238,8 @@ class HostPhysics:
     def _run(self, n, fields, one, state: np.ndarray | None = None, nthread: int | None = None) -> np.ndarray:
         """Runs ``one`` for every env; returns one uint32 ``[n, words]`` buffer (see :meth:`layout`).
 
-        One buffer, not five arrays: each array a ``pure_callback`` returns costs
-        ~40 us of JAX's own, more than stepping one Ant's physics. ``state``: the
+        One buffer, not five arrays: each array a ``pure_callback`` returns has a fixed
+        cost in JAX of its own, more than stepping one Ant's physics. ``state``: the
         state vectors ``[n, nstate]`` of a reset that ``one`` only runs the kinematics
         of (``cfrc_ext`` is then zero, as ``mj_resetData`` leaves it). qpos and qvel
         are read from the state vectors afterwards, in one NumPy operation for the
@@ -366,7 +367,7 @@ def route_mujoco_warnings() -> None:
     mujoco.set_mju_user_warning(handler)
 
 
-class HostBackend:
+class CallbackEngine:
     """The JAX side of :class:`HostPhysics` for one env: builds and reads :class:`HostData`."""
 
     def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
@@ -396,7 +397,7 @@ class HostBackend:
 
         ``first`` (uint32 or float32) and ``second`` (float32) travel as one uint32 array,
         bit for bit: JAX device-puts each argument of a ``pure_callback`` before calling it,
-        and one argument fewer took 50-90 us off each call at 16 Ants.
+        which at small batches costs more than the physics.
         """
         names = tuple(fields)
         width = first.shape[-1]

@@ -14,14 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax.core import State
-from gymjax.envs import options
-from gymjax.envs.mujoco.base import MjxEnv
+from gymjax.envs import options, spec
+from gymjax.envs.mujoco.base import MujocoEnv
 
 
-class InvertedPendulum(MjxEnv):
+class InvertedPendulum(MujocoEnv):
     """Cart-pole on MuJoCo: 4-dim observation, one force action in ``[-3, 3]``."""
 
-    max_episode_steps = 1000
+    max_episode_steps = spec("JaxInvertedPendulum-v0").max_episode_steps
 
     def __init__(
         self,

@@ -37,13 +37,13 @@ import numpy as np
 from mujoco import mjx
 
 from gymjax.core import Env, State, check_agents
+from gymjax.envs import spec
 from gymjax.envs.mujoco.ant import Ant
 from gymjax.envs.mujoco.base import cfrc_ext
 
-# A multi-agent state is a State whose ``obs`` is a dict ``agent -> [obs_dim]``.
-# Being the same pytree class, it passes through EpisodeWrapper, VmapWrapper and
+# A multi-agent state is a plain State whose ``obs`` is a dict ``agent -> [obs_dim]``:
+# being the same pytree class, it passes through EpisodeWrapper, VmapWrapper and
 # AutoReset unchanged.
-MultiState = State
 
 # MaMuJoCo numbers the legs 1..4, leg i being joints hip_i and ankle_i of ant.xml;
 # these are the bodies by which each leg hangs from the torso.
@@ -144,13 +144,13 @@ class MultiAnt(Env[mjx.Model]):
         **ant_kwargs: :class:`~gymjax.envs.mujoco.Ant`'s options (``solver``,
             ``backend``, ``ctrl_cost_weight``, ...).
 
-    ``reset(key) -> MultiState`` and ``step(state, actions)`` where ``actions`` is
+    ``reset(key) -> State`` and ``step(state, actions)`` where ``actions`` is
     a dict ``agent -> [n_actions(agent)]``; ``state.obs`` is a dict ``agent ->
     [obs_dim(agent)]`` float32, ``state.reward`` / ``terminated`` / ``truncated``
     are shared scalars. Under ``vmap`` every leaf gains a leading ``[N]``.
     """
 
-    max_episode_steps = Ant.max_episode_steps
+    max_episode_steps = spec("JaxMultiAnt-v0").max_episode_steps
     reset_info_keys = Ant.reset_info_keys
     params_by_name = Ant.params_by_name  # params go to the Ant as they come
 
@@ -235,7 +235,7 @@ class MultiAnt(Env[mjx.Model]):
         ).astype(jnp.float32)
         return {agent: source[index] for agent, index in self._obs_index.items()}
 
-    def _with_local_obs(self, state: State) -> MultiState:
+    def _with_local_obs(self, state: State) -> State:
         data = state.env_state
         return state.replace(obs=self.local_observations(data.qpos, data.qvel, cfrc_ext(data)))
 
@@ -255,17 +255,17 @@ class MultiAnt(Env[mjx.Model]):
             parts.append(action)
         return jnp.concatenate(parts)[self._action_order]
 
-    def reset(self, key, params=None) -> MultiState:
+    def reset(self, key, params=None) -> State:
         """The same initial state as ``Ant.reset(key)``, observed per agent."""
         return self._with_local_obs(self.ant.reset(key, params))
 
-    def reset_to(self, qpos, qvel, params=None) -> MultiState:
+    def reset_to(self, qpos, qvel, params=None) -> State:
         return self._with_local_obs(self.ant.reset_to(qpos, qvel, params))
 
-    def step(self, state: MultiState, actions: dict[str, jax.Array], params=None) -> MultiState:
+    def step(self, state: State, actions: dict[str, jax.Array], params=None) -> State:
         return self._with_local_obs(self.ant.step(state, self.global_action(actions), params))
 
-    def global_state(self, state: MultiState) -> jax.Array:
+    def global_state(self, state: State) -> jax.Array:
         """The single-agent Ant's observation ``[105]`` (MaMuJoCo's ``state()``)."""
         return self.ant._obs(state.env_state)  # the composed Ant's own observation code
 
