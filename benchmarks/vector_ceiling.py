@@ -40,7 +40,6 @@ if __package__ in (None, ""):  # run as a file: make `benchmarks` importable fro
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import jax  # noqa: E402
-import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco import rollout  # noqa: E402
 from tqdm import tqdm  # noqa: E402
@@ -48,6 +47,7 @@ from tqdm import tqdm  # noqa: E402
 import gymjax  # noqa: E402
 from benchmarks.harness import environment  # noqa: E402
 from benchmarks.report import pyplot, save, write_results  # noqa: E402
+from benchmarks.suites.env import rollout_start  # noqa: E402
 from gymjax.envs.mujoco.host import HostPhysics  # noqa: E402
 from gymjax.wrappers.training import wrap_for_training  # noqa: E402
 
@@ -99,12 +99,7 @@ def host_pool(n: int) -> Stack:
 def mujoco_rollout(n: int) -> Stack:
     env = gymjax.make("JaxAnt-v0", engine="mujoco")
     model = env.mj_model
-    datas = [mujoco.MjData(model) for _ in range(THREADS)]
-    mujoco.mj_forward(model, datas[0])
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    state = np.empty((n, mujoco.mj_stateSize(model, spec)))
-    mujoco.mj_getState(model, datas[0], state[0], spec)
-    state[:] = state[0]
+    datas, state = rollout_start(model, n, THREADS)
     controls = np.random.default_rng(0).uniform(-1, 1, (8, n, env.frame_skip, model.nu))
     pool = rollout.Rollout(nthread=THREADS)
     holder, i = [state], [0]

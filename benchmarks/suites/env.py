@@ -133,19 +133,13 @@ def mujoco_rollout(n: int) -> Stepper:
     As in ``vector_ceiling.py``, every env starts at the model's reference pose and never
     resets, and the states evolve from call to call (a fallen Ant's contacts cost more).
     """
-    import mujoco
     from mujoco import rollout
 
     import gymjax
 
     env = gymjax.make("JaxAnt-v0", backend="mujoco")
     model, threads = env.mj_model, os.cpu_count() or 1
-    datas = [mujoco.MjData(model) for _ in range(threads)]
-    mujoco.mj_forward(model, datas[0])
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    state = np.empty((n, mujoco.mj_stateSize(model, spec)))
-    mujoco.mj_getState(model, datas[0], state[0], spec)
-    state[:] = state[0]
+    datas, state = rollout_start(model, n, threads)
     # one action per env, held for the frame_skip substeps of a step: [n, frame_skip, nu]
     control = np.repeat(random_actions(env.action_space, n)[:, None], env.frame_skip, axis=1)
     pool = rollout.Rollout(nthread=threads)
@@ -160,6 +154,20 @@ def mujoco_rollout(n: int) -> Stepper:
         env.close()
 
     return Stepper(step, close)
+
+
+def rollout_start(model, n: int, threads: int) -> tuple[list, np.ndarray]:
+    """What ``mujoco.rollout`` needs to step ``n`` envs of ``model`` on ``threads`` threads: one
+    ``MjData`` per thread, and ``n`` full-physics state vectors, all at the model's reference pose."""
+    import mujoco
+
+    datas = [mujoco.MjData(model) for _ in range(threads)]
+    mujoco.mj_forward(model, datas[0])
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.empty((n, mujoco.mj_stateSize(model, spec)))
+    mujoco.mj_getState(model, datas[0], state[0], spec)
+    state[:] = state[0]
+    return datas, state
 
 
 def rollout_unsupported() -> str | None:
