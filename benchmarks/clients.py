@@ -1216,13 +1216,14 @@ def _raise_site(exc: BaseException) -> str | None:
 
 
 def markdown(report: dict) -> str:
+    versions = ", ".join(f"{k} {v or 'not installed'}" for k, v in report["versions"].items())
     lines = [
         "# Third-party clients on gymjax envs",
         "",
         (
             "`python -m benchmarks.clients`: each case is unmodified client code in a fresh process with a "
             "timeout; `tests/test_clients.py` runs the cheap ones in CI. "
-            f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
+            f"Versions: {versions}. "
             f"Load average (1 min) at the start: {report['loadavg_start'][0]:.2f}; {report['cpus']} CPUs."
         ),
         "",
@@ -1290,28 +1291,17 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _versions() -> dict[str, str]:
-    from importlib import metadata
+CLIENT_PACKAGES = ("gymjax", "gymnasium", "stable-baselines3", "rl_zoo3", "torchrl", "pettingzoo", "torch", "jax",
+                   "mujoco")
 
-    out = {}
-    for dist in (
-        "gymjax",
-        "gymnasium",
-        "stable-baselines3",
-        "rl_zoo3",
-        "torchrl",
-        "pettingzoo",
-        "torch",
-        "jax",
-        "mujoco",
-    ):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
+
+def _versions() -> dict[str, str | None]:
+    """The harness's record (Python, commit, packages; None: absent) of the clients, and CleanRL's source."""
+    from benchmarks.harness import versions
+
     folder = os.environ.get("CLEANRL_DIR")
-    out["CleanRL"] = f"{CLEANRL_RELEASE} (PyPI)" + (f" and CLEANRL_DIR={folder}" if folder else "")
-    return out
+    cleanrl = f"{CLEANRL_RELEASE} (PyPI)" + (f" and CLEANRL_DIR={folder}" if folder else "")
+    return {**versions(CLIENT_PACKAGES), "CleanRL": cleanrl}
 
 
 def main(argv=None) -> int:

@@ -268,10 +268,10 @@ def machine(name: str | None = None, jax_info: dict | None = None) -> dict:
     }
 
 
-def versions() -> dict:
-    """Python, the source checkout's commit, and every package in :data:`PACKAGES` (None: absent)."""
+def versions(packages: tuple[str, ...] = PACKAGES) -> dict:
+    """Python, the source checkout's commit, and every package in ``packages`` (None: absent)."""
     out: dict[str, Any] = {"python": sys.version.split()[0], "git_commit": _git_commit()}
-    for name in PACKAGES:
+    for name in packages:
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
