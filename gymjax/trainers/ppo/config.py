@@ -65,7 +65,7 @@ def _check_value(name: str, hint: Any, check: str, value: Any) -> None:
 
 # Env steps per compiled epoch at most, unless epoch_iterations says otherwise: Python
 # (progress, Ctrl-C, logging) gets control back at least every this many steps: a wait of
-# this divided by the steps/s (Ant's on CPU are in benchmarks/results/ppo_train.md).
+# this divided by the steps/s (Ant's on CPU: the train suite in benchmarks/results/README.md).
 MAX_EPOCH_ENV_STEPS = 250_000
 
 
