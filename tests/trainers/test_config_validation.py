@@ -1,5 +1,6 @@
 """PPOConfig refuses bad values with an error naming the field, before any work starts."""
 
+import copy
 import time
 
 import numpy as np
@@ -67,3 +68,15 @@ def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_compiling()
                                          r"[0-9.]+ GiB\. Lower num_envs"):
         PPOTrainer(PPOConfig(num_envs=10**7), "JaxCartPole-v0")
     assert time.perf_counter() - start < 5  # XLA took 10 s to fail on it
+
+
+def test_agent_episode_length_counts_agent_steps_rounded_up():
+    from gymjax.envs.classic import CartPole
+
+    env = CartPole()  # max_episode_steps 500, from the registry
+    assert PPOConfig(action_repeat=3).agent_episode_length(env) == 167  # ceil(500 / 3): the last step is cut
+    assert PPOConfig(action_repeat=3, episode_length=9).agent_episode_length(env) == 3
+    no_limit = copy.copy(env)
+    no_limit.max_episode_steps = None
+    with pytest.raises(ValueError, match="has no time limit; set PPOConfig.episode_length"):
+        PPOConfig().agent_episode_length(no_limit)

@@ -210,6 +210,14 @@ def test_mujoco_attributes_users_read(ant_env):
     assert obs.shape == (105,)
 
 
+def test_set_state_needs_a_mujoco_simulator():
+    # CartPole has reset_to(physics) too, but no qpos/qvel to set as Gymnasium's MuJoCo envs do.
+    env = gymnasium.make("JaxCartPole-v0")
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="has no simulator state to set"):
+        env.unwrapped.set_state(np.zeros(2), np.zeros(2))
+
+
 def test_engine_is_an_alias_of_backend():
     env = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
     assert env.backend == "mujoco"
