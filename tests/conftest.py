@@ -48,14 +48,16 @@ def ant_vec():
 
 @pytest.fixture(scope="session")
 def pendulum_mjx():
-    """The functional JaxInvertedPendulum-v0 (cheap to compile: no contacts)."""
-    return gymjax.make("JaxInvertedPendulum-v0")
+    """The functional JaxInvertedPendulum-v0 on MJX (cheap to compile: no contacts), pinned: the
+    default engine on a CPU is MuJoCo C, and the tests using this one differentiate or trace the physics."""
+    return gymjax.make("JaxInvertedPendulum-v0", engine="mjx")
 
 
 @pytest.fixture(scope="session")
 def multi_ant():
-    """The functional JaxMultiAnt-v0, 2x4, ``solver="fast"`` (shared by the multi-agent tests)."""
-    return gymjax.envs.make_multi("JaxMultiAnt-v0", agent_conf="2x4", solver="fast")
+    """The functional JaxMultiAnt-v0, 2x4, on MJX with ``solver="fast"`` (shared by the multi-agent
+    tests): pinned to MJX, whose state the tests edit in place (``qpos``), which MuJoCo C's does not read."""
+    return gymjax.envs.make_multi("JaxMultiAnt-v0", agent_conf="2x4", solver="fast", engine="mjx")
 
 
 @pytest.fixture(scope="session")

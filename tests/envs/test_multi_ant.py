@@ -98,7 +98,7 @@ def test_observations_match_spaces_under_vmap(partitions, conf):
 
 
 def test_step_equals_jax_ant_step_with_the_concatenated_action(multi_ant):
-    ant = gymjax.make("JaxAnt-v0", solver="fast")
+    ant = gymjax.make("JaxAnt-v0", solver="fast", engine="mjx")  # as multi_ant: the test edits qpos
     multi_step, ant_step = jax.jit(multi_ant.step), jax.jit(ant.step)
     key = jax.random.PRNGKey(3)
     ours, theirs = jax.jit(multi_ant.reset)(key), jax.jit(ant.reset)(key)

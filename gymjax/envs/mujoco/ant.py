@@ -1,4 +1,6 @@
-"""JaxAnt-v0: Gymnasium's Ant-v5 on MuJoCo MJX, or on MuJoCo C with ``backend="mujoco"``.
+"""JaxAnt-v0: Gymnasium's Ant-v5 on MuJoCo C (``backend="mujoco"``) or MJX (``backend="mjx"``).
+
+The default, ``backend="auto"``, is MuJoCo C when JAX runs on a CPU and MJX on a GPU/TPU.
 
 Source matched: ``gymnasium/envs/mujoco/ant_v5.py`` (Gymnasium 1.x), on the very
 ``ant.xml`` Gymnasium ships. Same constructor options, observation layout,
@@ -55,7 +57,7 @@ class Ant(MujocoEnv):
         exclude_current_positions_from_observation: bool = True,
         include_cfrc_ext_in_observation: bool = True,
         solver: str | tuple[int, int] | None = None,
-        backend: str = "mjx",
+        backend: str = "auto",
         camera_id: int | None = None,
         camera_name: str | None = None,
         max_geom: int = 1000,

@@ -1,4 +1,4 @@
-"""JaxInvertedPendulum-v0: Gymnasium's InvertedPendulum-v5 on MuJoCo MJX (or MuJoCo C, ``backend="mujoco"``).
+"""JaxInvertedPendulum-v0: Gymnasium's InvertedPendulum-v5 on MuJoCo C or MJX (``backend=``; default ``"auto"``).
 
 Source matched: ``gymnasium/envs/mujoco/inverted_pendulum_v5.py``. The
 observation is ``[cart x, pole hinge angle, cart x_dot, hinge angular velocity]``,
@@ -29,7 +29,7 @@ class InvertedPendulum(MujocoEnv):
         frame_skip: int = 2,
         reset_noise_scale: float = 0.01,
         solver: str | tuple[int, int] | None = None,
-        backend: str = "mjx",
+        backend: str = "auto",
         camera_id: int | None = None,
         camera_name: str | None = None,
         max_geom: int = 1000,
