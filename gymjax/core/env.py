@@ -142,6 +142,11 @@ class Env(abc.ABC, Generic[Params]):
     # Whether reset/step take changed params as a dict {field name: value} (see
     # resolve_params); domain randomization passes full params to envs that do not.
     params_by_name: bool = False
+    # Set by gymjax.envs.make: the registered id and the options the env was built with (None for
+    # an env built by its class); the trainer records the id, and finds the env's Gymnasium
+    # reference (gymjax.trainers.reference) by it.
+    env_id: str | None = None
+    env_kwargs: dict[str, Any] | None = None
 
     @property
     @abc.abstractmethod
@@ -200,6 +205,8 @@ class Wrapper(Env):
     max_episode_steps = property(lambda self: self.env.max_episode_steps)
     metadata = property(lambda self: self.env.metadata)
     reset_info_keys = property(lambda self: self.env.reset_info_keys)
+    env_id = property(lambda self: self.env.env_id)
+    env_kwargs = property(lambda self: self.env.env_kwargs)
 
     @property
     def default_params(self):

@@ -25,6 +25,7 @@ class EnvSpec:
     factory: Callable[..., Env]
     max_episode_steps: int | None
     multi_agent: bool = False
+    reference_id: str | None = None  # Gymnasium's own env with the same task: what a policy is judged on
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -36,11 +37,16 @@ def register(
     max_episode_steps: int | None,
     *,
     multi_agent: bool = False,
+    reference_id: str | None = None,
 ) -> None:
-    """Registers ``factory(**kwargs) -> Env`` under ``env_id``; ids are unique."""
+    """Registers ``factory(**kwargs) -> Env`` under ``env_id``; ids are unique.
+
+    ``reference_id``: the Gymnasium env whose task this one reproduces (``gymjax eval --reference``
+    plays a trained policy on it).
+    """
     if env_id in _REGISTRY:
         raise ValueError(f"environment id {env_id!r} is already registered")
-    _REGISTRY[env_id] = EnvSpec(env_id, factory, max_episode_steps, multi_agent)
+    _REGISTRY[env_id] = EnvSpec(env_id, factory, max_episode_steps, multi_agent, reference_id)
 
 
 def spec(env_id: str) -> EnvSpec:
@@ -59,12 +65,17 @@ def _factory(env_id: str, multi_agent: bool) -> Callable[..., Env]:
 
 def make(env_id: str, **kwargs: Any) -> Env:
     """Builds the functional (pure JAX, unbatched) single-agent env registered as ``env_id``."""
-    return _factory(env_id, multi_agent=False)(**kwargs)
+    return _built(env_id, kwargs, _factory(env_id, multi_agent=False)(**kwargs))
 
 
 def make_multi(env_id: str, **kwargs: Any) -> Env:
     """Builds the functional multi-agent env registered as ``env_id`` (actions: a dict per agent)."""
-    return _factory(env_id, multi_agent=True)(**kwargs)
+    return _built(env_id, kwargs, _factory(env_id, multi_agent=True)(**kwargs))
+
+
+def _built(env_id: str, kwargs: dict[str, Any], env: Env) -> Env:
+    env.env_id, env.env_kwargs = env_id, dict(kwargs)
+    return env
 
 
 def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
@@ -133,8 +144,8 @@ def _pendulum(**kwargs):
 # MuJoCo is imported lazily: classic-control users do not pay for loading MJX. Each id's time
 # limit is stated here only (Gymnasium needs it at import, before any env is built); the env
 # classes read it back as their ``max_episode_steps``.
-register("JaxAnt-v0", _ant, max_episode_steps=1000)
-register("JaxMultiAnt-v0", _multi_ant, max_episode_steps=1000, multi_agent=True)
-register("JaxInvertedPendulum-v0", _inverted_pendulum, max_episode_steps=1000)
-register("JaxCartPole-v0", _cartpole, max_episode_steps=500)  # CartPole-v1's (v0's was 200)
-register("JaxPendulum-v0", _pendulum, max_episode_steps=200)
+register("JaxAnt-v0", _ant, max_episode_steps=1000, reference_id="Ant-v5")
+register("JaxMultiAnt-v0", _multi_ant, max_episode_steps=1000, multi_agent=True)  # MaMuJoCo's: not in Gymnasium
+register("JaxInvertedPendulum-v0", _inverted_pendulum, max_episode_steps=1000, reference_id="InvertedPendulum-v5")
+register("JaxCartPole-v0", _cartpole, max_episode_steps=500, reference_id="CartPole-v1")  # v1's limit (v0's was 200)
+register("JaxPendulum-v0", _pendulum, max_episode_steps=200, reference_id="Pendulum-v1")

@@ -37,7 +37,8 @@ def read_metrics(path: pathlib.Path) -> list[dict[str, float]]:
 
 
 def plot_learning_curve(rows: list[dict[str, float]], path: pathlib.Path, title: str) -> pathlib.Path:
-    """Episode return against env steps and against wall time, eval and training returns both."""
+    """Episode return against env steps and against wall time: evaluation, training rollouts, and
+    Gymnasium's reference env where the run evaluated there (``reference_episodes``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,15 +46,19 @@ def plot_learning_curve(rows: list[dict[str, float]], path: pathlib.Path, title:
     import matplotlib.ticker
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for key, label in (("eval/episode_return", "eval"), ("train/episode_return", "training rollouts")):
+    for key, label in (
+        ("eval/episode_return", "eval"),
+        ("reference/episode_return", "eval on Gymnasium's env"),
+        ("train/episode_return", "training rollouts"),
+    ):
         points = [r for r in rows if math.isfinite(r.get(key, math.nan))]
         if not points:
             continue
         ret = np.array([r[key] for r in points])
         axes[0].plot([r["env_steps"] for r in points], ret, marker="o", ms=3, label=label)
         axes[1].plot([r.get("time/elapsed_s", math.nan) for r in points], ret, marker="o", ms=3, label=label)
-        if key == "eval/episode_return" and "eval/episode_return_std" in points[0]:
-            std = np.array([r["eval/episode_return_std"] for r in points])
+        if key + "_std" in points[0]:
+            std = np.array([r[key + "_std"] for r in points])
             steps = [r["env_steps"] for r in points]
             axes[0].fill_between(steps, ret - std, ret + std, alpha=0.2)
     axes[0].set_xlabel("env steps")

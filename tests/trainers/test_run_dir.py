@@ -296,9 +296,14 @@ def test_restore_refuses_a_checkpoint_of_another_env(tmp_path):
     with pytest.raises(ckpt.IncompatibleCheckpoint, match="trained on JaxCartPole-v0, not JaxPendulum-v0"):
         train(TINY, "JaxPendulum-v0", restore_checkpoint_path=tmp_path, progress_bar=False)
     from gymjax import envs
+    from gymjax.envs.classic import Pendulum
 
-    with pytest.raises(ValueError, match="takes 4 observations, Pendulum gives 3"):
+    # an env object made by gymjax.make knows its id, and is refused by it as the id is
+    with pytest.raises(ckpt.IncompatibleCheckpoint, match="trained on JaxCartPole-v0, not JaxPendulum-v0"):
         train(TINY, envs.make("JaxPendulum-v0"), restore_checkpoint_path=tmp_path, progress_bar=False)
+    # one made by its class has no id: its spaces tell the runs apart
+    with pytest.raises(ValueError, match="takes 4 observations, Pendulum gives 3"):
+        train(TINY, Pendulum(), restore_checkpoint_path=tmp_path, progress_bar=False)
 
 
 def test_num_timesteps_is_rounded_to_whole_iterations_and_said(capsys):

@@ -35,7 +35,7 @@ from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
 from gymjax.trainers.ppo import acting, memory
 from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers import distributed
+from gymjax.trainers import distributed, reference
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.losses import Minibatch, ppo_loss
 from gymjax.trainers.ppo.networks import (
@@ -137,8 +137,10 @@ class PPOTrainer:
         randomization_fn: RandomizationFn | None = None,
     ):
         self.config = config
-        self.env_id = env if isinstance(env, str) else None
         self.env = envs.make(env) if isinstance(env, str) else env
+        self.env_id = self.env.env_id  # None for an env not built by gymjax.envs.make
+        if config.reference_episodes:
+            reference.reference_id(self.env_id)  # refused now, not at the first evaluation
         eval_env = envs.make(eval_env) if isinstance(eval_env, str) else eval_env
         self.devices = jax.devices()  # every process's: the mesh spans them all
         config.check_batch_split(len(self.devices))
@@ -183,6 +185,7 @@ class PPOTrainer:
         )
         self._epoch = jax.jit(per_device, donate_argnums=0)
         self._evaluate = jax.jit(self._evaluate_fn)
+        self._act = jax.jit(lambda params, obs: self.networks.make_policy(params, deterministic=True)(obs, None)[0])
 
     # -- construction ----------------------------------------------------------------
 
@@ -349,6 +352,27 @@ class PPOTrainer:
             "eval/episode_return_std": float(np.std(result.episode_return)),
             "eval/episode_length": float(np.mean(result.episode_length)),
             "time/eval_s": time.perf_counter() - start,
+            **self.evaluate_on_reference(params),
+        }
+
+    def evaluate_on_reference(self, params: PolicyParams) -> Metrics:
+        """``config.reference_episodes`` deterministic episodes of the env's Gymnasium reference
+        (:mod:`gymjax.trainers.reference`); no metrics when that is 0."""
+        if not self.config.reference_episodes:
+            return {}
+        result = reference.evaluate_on_reference(
+            lambda obs: self._act(params, obs),
+            self.env_id,
+            self.env.env_kwargs,
+            episodes=self.config.reference_episodes,
+            seed=self.config.seed,
+            action_repeat=self.config.action_repeat,
+        )
+        return {
+            "reference/episode_return": result["episode_return_mean"],
+            "reference/episode_return_std": result["episode_return_std"],
+            "reference/episode_length": result["episode_length_mean"],
+            "time/reference_eval_s": result["eval_s"],
         }
 
     # -- one epoch, host side ------------------------------------------------------------
