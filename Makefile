@@ -7,12 +7,9 @@ export MUJOCO_GL ?= egl
 
 .PHONY: run demo test install bench clean
 
-# rl-baselines3-zoo's CartPole PPO settings; each run gets its own directory.
+# The CartPole preset (rl-baselines3-zoo's settings, gymjax.trainers.ppo.presets); each run gets its own directory.
 run: install
-	$(PY) -m gymjax train --env JaxCartPole-v0 --timesteps 200000 --num-envs 32 --unroll-length 32 \
-		--num-minibatches 4 --update-epochs 20 --learning-rate 1e-3 --lr-schedule linear \
-		--entropy-cost 0 --gamma 0.98 --gae-lambda 0.8 --value-loss-coef 0.5 --num-evals 8 \
-		--log-training-metrics --training-metrics-steps 10240 \
+	$(PY) -m gymjax train --preset cartpole --reference-episodes 10 --log-training-metrics --training-metrics-steps 10240 \
 		--run-dir runs/cartpole-$(shell date +%Y%m%d-%H%M%S)
 
 demo: install

@@ -104,6 +104,10 @@ def test_demo_takes_env_options_and_refuses_wrong_ones(tmp_path, capsys):
     (["crosscheck", "--gae-lambda", "1.5"], r"argument --gae-lambda: expected a number in \[0, 1\]"),
     (["eval"], r"gymjax eval: error: the following arguments are required: --run-dir"),
     (["bench"], r"invalid choice: 'bench'"),  # the harness is `python -m benchmarks`, beside the package
+    (["train", "--preset", "hopper", "--run-dir", "r"], r"argument --preset: no PPO preset 'hopper'; presets: ant "),
+    (["train", "--preset", "ant", "--env", "JaxCartPole-v0", "--run-dir", "r"],
+     r"^--preset ant is tuned for JaxAnt-v0, not --env JaxCartPole-v0; drop one of them"),
+    (["eval", "--run-dir", "r", "--reference", "--stochastic"], r"^--reference plays the policy's mode"),
 ])
 def test_bad_input_is_one_line_naming_what_was_expected(tmp_path, monkeypatch, capsys, argv, expected):
     monkeypatch.chdir(tmp_path)  # demo's default --out is relative: nothing may appear here
@@ -125,3 +129,26 @@ def test_crosscheck_passes_and_reports(capsys):
     passed, total = map(int, re.search(r"^(\d+)/(\d+) checks passed$", text, re.MULTILINE).groups())
     assert passed == total >= 10
     assert re.search(r"^GAE advantages: gymjax == SB3 RolloutBuffer +PASS", text, re.MULTILINE), text
+
+
+def test_preset_run_records_its_name_and_settings_and_evaluates_on_gymnasiums_env(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    # the CartPole preset, its budget cut: flags override the preset's fields
+    assert main(["train", "--preset", "cartpole", "--timesteps", "2048", "--num-evals", "2", "--reference-episodes",
+                 "3", "--quiet", "--no-video", "--run-dir", str(run_dir)]) == 0
+    recorded = json.loads((run_dir / "run.json").read_text())
+    assert recorded["env"] == "JaxCartPole-v0" and recorded["preset"] == "cartpole"  # the preset's env
+    assert recorded["config"]["update_epochs"] == 20 and recorded["config"]["gamma"] == 0.98  # the preset's
+    assert recorded["config"]["num_timesteps"] == 2048  # the flag's
+    logged = [r for r in rows(run_dir / "metrics.csv") if r["reference/episode_return"]]
+    assert len(logged) == 2 and all(0 < float(r["reference/episode_return"]) <= 500 for r in logged)
+
+    capsys.readouterr()
+    assert main(["eval", "--run-dir", str(run_dir), "--episodes", "3", "--reference"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    ref = summary["reference"]
+    assert ref["reference_env"] == "CartPole-v1" and ref["episodes"] == 3
+    # CartPole-v1 pays 1 a step: the return counts the steps of the first episode only
+    assert ref["episode_return_mean"] == ref["episode_length_mean"] > 0
+    with pytest.raises(SystemExit, match=r"only --timesteps may change .*'--preset'"):
+        main(["train", "--preset", "cartpole", "--resume", "--run-dir", str(run_dir)])

@@ -36,7 +36,8 @@ from gymjax.trainers.loggers import (
     read_rows,
     replace_text,
 )
-from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, train
+from gymjax.trainers import reference
+from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, presets, train
 from gymjax.trainers.ppo.acting import evaluate
 from gymjax.wrappers.training import make_eval_env, single_env_stack
 
@@ -89,6 +90,13 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, **kwargs)
 
 
+def _preset_name(text: str) -> str:
+    try:
+        return presets.get(text).name
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(PPOConfig)}
     return {k: v for k, v in vars(args).items() if k in names}
@@ -128,13 +136,31 @@ def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[
         print(f"{run_dir}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
     elif saved:
         raise SystemExit(f"{checkpoints} holds checkpoints {saved} without a {RUN_FILE}: another run's; pick another --run-dir")
+    preset = presets.get(args.preset) if args.preset else None
+    if preset and args.env not in (None, preset.env_id):
+        raise SystemExit(
+            f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; drop one of them "
+            f"(presets: {', '.join(f'{p.name} ({p.env_id})' for p in presets.PRESETS)})"
+        )
+    args.env = args.env or (preset.env_id if preset else common.DEFAULT_ENV)
     try:
-        config = PPOConfig(**overrides)
+        config = PPOConfig.preset(preset.name, **overrides) if preset else PPOConfig(**overrides)
     except ValueError as e:
         raise SystemExit(f"invalid config: {e}") from None
     env_kwargs, env = common.env_from_args(args)
+    if config.reference_episodes:
+        try:
+            reference.reference_id(args.env)
+        except ValueError as e:
+            raise SystemExit(f"--reference-episodes {config.reference_episodes}: {e}") from None
     options = {"metrics_format": args.metrics_format, "tensorboard": args.tensorboard, "video": args.video}
-    record = {"env": args.env, "env_kwargs": env_kwargs, **options, "config": config.to_dict()}
+    record = {
+        "env": args.env,
+        "env_kwargs": env_kwargs,
+        **options,
+        "preset": preset.name if preset else None,
+        "config": config.to_dict(),
+    }
     return env, config, record, None
 
 
@@ -142,10 +168,11 @@ def _resumed_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dic
     """A recorded run's env and config, extended when ``--timesteps`` is given; nothing is written yet."""
     record = _read_run(run_dir)
     changed = sorted(set(overrides) - {"num_timesteps"})
-    if changed or args.env_kwargs:
+    changed += ["--env-kwargs"] * bool(args.env_kwargs) + ["--preset"] * bool(args.preset)
+    if changed:
         raise SystemExit(
             f"--resume continues {run_dir} as configured in {RUN_FILE}; only --timesteps may change "
-            f"(to train longer): drop {changed + (['--env-kwargs'] if args.env_kwargs else [])}"
+            f"(to train longer): drop {changed}"
         )
     config = PPOConfig.from_dict(record["config"])
     checkpoints = run_dir / CHECKPOINTS
@@ -369,7 +396,14 @@ def _saved_policy(run_dir: pathlib.Path, deterministic: bool = True) -> SavedPol
 
 
 def eval_command(args: argparse.Namespace) -> int:
+    if args.reference and args.stochastic:
+        raise SystemExit("--reference plays the policy's mode on Gymnasium's env; drop --stochastic")
     saved = _saved_policy(args.run_dir, deterministic=not args.stochastic)
+    if args.reference:
+        try:
+            reference.reference_id(saved.env_id)
+        except ValueError as e:
+            raise SystemExit(f"--reference: {e}") from None
     config = saved.config
     steps = config.agent_episode_length(saved.env)
     # The trainer's own evaluation env: batched, time-limited, each env one episode (no auto-reset).
@@ -387,6 +421,12 @@ def eval_command(args: argparse.Namespace) -> int:
         "episode_return_std": float(returns.std()),
         "episode_length_mean": float(np.mean(result.episode_length)),
     }
+    if args.reference:  # the same policy on Gymnasium's own env, reported beside
+        ref = reference.evaluate_on_reference(
+            saved.policy, saved.env_id, saved.env.env_kwargs,
+            episodes=args.episodes, seed=args.seed, action_repeat=config.action_repeat,
+        )
+        summary["reference"] = {k: v for k, v in ref.items() if k != "eval_s"}
     print(json.dumps(summary))
     return 0
 
@@ -409,8 +449,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description="Train PPO. Writes DIR/run.json, DIR/checkpoints/, DIR/metrics.csv, "
         "DIR/learning_curve.png and DIR/policy.mp4.",
     )
-    common.add_env(p)
+    common.add_env(p, default=None, default_help=f"the preset's, else {common.DEFAULT_ENV}")
     common.add_run_dir(p)
+    p.add_argument("--preset", type=_preset_name, metavar="NAME",
+                   help="start from a tuned config: " + ", ".join(f"{q.name} ({q.env_id})" for q in presets.PRESETS)
+                   + "; the flags below override its fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
     p.add_argument("--metrics-format", choices=("csv", "jsonl"), default="csv", help="metrics file format (default: csv)")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars to DIR/tensorboard")
@@ -438,6 +481,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--episodes", type=common.positive_int, default=16,
                    help="episodes, played in parallel (default: %(default)s)")
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of the policy's mode")
+    p.add_argument("--reference", action="store_true",
+                   help="also play the policy on Gymnasium's own env (Ant-v5 for JaxAnt-v0, CartPole-v1 for "
+                        "JaxCartPole-v0, ...) and report it beside, under \"reference\"")
     common.add_seed(p)
     p.set_defaults(run=eval_command)
 

@@ -135,6 +135,12 @@ class PPOConfig:
     num_eval_envs: int = _field(16, "envs (one episode each) per evaluation", check="positive")
     deterministic_eval: bool = _field(True, "evaluate the policy's mode instead of sampling")
     randomize_eval: bool = _field(False, "apply randomization_fn to evaluation too")
+    reference_episodes: int = _field(
+        0,
+        "at each evaluation, also play this many episodes of Gymnasium's own env (Ant-v5 for JaxAnt-v0, ...; "
+        "deterministic) and log reference/episode_return (0: never)",
+        check="nonnegative",
+    )
     epoch_iterations: int | None = _field(
         None,
         "iterations per compiled epoch; a stop (Ctrl-C) waits for the epoch in flight (default: enough "
@@ -266,3 +272,15 @@ class PPOConfig:
 
     def replace(self, **changes: Any) -> PPOConfig:
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def preset(cls, name: str, **changes: Any) -> PPOConfig:
+        """The tuned config of a preset (:mod:`gymjax.trainers.ppo.presets`), by short name
+        (``"ant"``) or env id (``"JaxAnt-v0"``); ``changes`` override its fields.
+
+        >>> PPOConfig.preset("JaxAnt-v0", seed=1).policy_hidden_sizes
+        (256, 256)
+        """
+        from gymjax.trainers.ppo import presets
+
+        return cls(**{**presets.get(name).settings, **changes})
