@@ -331,8 +331,8 @@ class Stack:
 
 # gymjax's physics configurations: the env options of each, and what it is in words.
 CONFIGS = {
-    "mjx accurate": ({"solver": "accurate"}, "MJX, accurate solver preset"),
-    "mjx fast": ({"solver": "fast"}, "MJX, fast solver preset"),
+    "mjx accurate": ({"backend": "mjx", "solver": "accurate"}, "MJX, accurate solver preset"),
+    "mjx fast": ({"backend": "mjx", "solver": "fast"}, "MJX, fast solver preset"),
     "mujoco": ({"backend": "mujoco"}, 'backend="mujoco": MuJoCo C on a thread pool inside jit'),
 }
 
