@@ -13,7 +13,7 @@ run: install
 		--run-dir runs/cartpole-$(shell date +%Y%m%d-%H%M%S)
 
 demo: install
-	$(PY) -m gymjax demo --env JaxAnt-v0 --env-kwargs engine=mujoco --num-envs 256 --steps 100 --out runs/demo
+	$(PY) -m gymjax demo --env JaxAnt-v0 --num-envs 256 --steps 100 --out runs/demo
 
 test: install
 	$(PY) -m pytest
