@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from benchmarks import clients, distributed, learning, report, vector_ceiling
+from benchmarks import clients, distributed, learning, presets, report, time_to_return, vector_ceiling
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 PAGE = RESULTS / "README.md"
@@ -177,6 +177,40 @@ def distributed_section(r: dict) -> list[str]:
     ]
 
 
+def time_to_return_section(r: dict) -> list[str]:
+    text = time_to_return.markdown(r)
+    budgets = {}
+    for run in r["runs"]:
+        budgets.setdefault(run["budget_s"] / 60, []).append(run["arm"])
+    commands = "; ".join(
+        f"`python -m benchmarks.time_to_return --minutes {minutes:g} --arms {' '.join(dict.fromkeys(arms))}`"
+        for minutes, arms in budgets.items()
+    )
+    return [
+        f"Commands, one after the other: {commands}.",
+        "",
+        f"Machine: {r['machine']['cpu_count']} CPU cores; load average beside each run. "
+        + versions_line(r["versions"]),
+        "",
+        *table(text, "| arm |"),
+        "",
+        "![time to return](time_to_return.png)",
+    ]
+
+
+def presets_section(r: dict) -> list[str]:
+    text = presets.markdown(r)
+    return [
+        f"Command: `python -m benchmarks.presets --presets {' '.join(r['runs'])}`.",
+        "",
+        f"Machine: {r['machine']['cpu_count']} CPU cores. " + versions_line(r["versions"]),
+        "",
+        *table(text, "| preset |"),
+        "",
+        "![presets](presets.png)",
+    ]
+
+
 @dataclasses.dataclass(frozen=True)
 class Result:
     """A current result: ``results/<stem>.json``, and how its section reads."""
@@ -188,6 +222,20 @@ class Result:
 
 
 SHOWN = (
+    Result(
+        "time_to_return",
+        "Time to a walking Ant: gymjax, SB3 and Brax PPO, judged on Ant-v5",
+        "Each trainer alone on the machine for a wall-clock budget; its policies, as it went, each scored "
+        "on Gymnasium's own Ant-v5.",
+        time_to_return_section,
+    ),
+    Result(
+        "presets",
+        "The PPO presets",
+        "`gymjax train --preset NAME` for the small envs: return on the JAX env and on Gymnasium's, and "
+        "when it was reached.",
+        presets_section,
+    ),
     Result(
         "bench-cpu",
         "The harness: env, adapters and PPO training throughput",
