@@ -43,6 +43,8 @@ if __package__ in (None, ""):
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+from benchmarks import learning  # noqa: E402
+
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 EPISODES = 10  # Ant-v5 episodes per snapshot, as the issue's targets count them
 SB3_SNAPSHOT_S = 60.0
@@ -55,10 +57,9 @@ ARMS = {
     "brax": "Brax PPO, Brax's Ant settings, JaxAnt-v0 (MuJoCo C)",
 }
 
-# rl-baselines3-zoo 2.9.2, hyperparams/ppo.yml, Ant-v4 (no Ant-v5 entry): SB3's PPO defaults and
-# VecNormalize (observations and rewards), one env.
-SB3_SETTINGS = dict(n_steps=2048, batch_size=64, n_epochs=10, learning_rate=3e-4, gamma=0.99, gae_lambda=0.95,
-                    clip_range=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5)
+# rl-baselines3-zoo's Ant PPO settings (SB3's defaults and VecNormalize, one env): the learning
+# benchmark's, which cites its source.
+SB3_SETTINGS = learning.SB3_SETTINGS
 
 # Brax's Ant PPO settings (its training colab), the network Brax builds by default.
 BRAX_SETTINGS = dict(num_envs=4096, batch_size=2048, num_minibatches=32, unroll_length=5, num_updates_per_batch=4,
@@ -225,7 +226,7 @@ def _actor(arm: str, run: dict):
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     model = PPO("MlpPolicy", DummyVecEnv([lambda: gymnasium.make("Ant-v5")]), device="cpu",
-                **{k: v for k, v in SB3_SETTINGS.items()})
+                **SB3_SETTINGS)
 
     def for_payload(p):
         model.policy.load_state_dict(p["policy"])

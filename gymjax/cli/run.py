@@ -140,7 +140,7 @@ def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[
     if preset and args.env not in (None, preset.env_id):
         raise SystemExit(
             f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; drop one of them "
-            f"(presets: {', '.join(f'{p.name} ({p.env_id})' for p in presets.PRESETS)})"
+            f"(presets: {presets.listing()})"
         )
     args.env = args.env or (preset.env_id if preset else common.DEFAULT_ENV)
     try:
@@ -452,8 +452,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     common.add_env(p, default=None, default_help=f"the preset's, else {common.DEFAULT_ENV}")
     common.add_run_dir(p)
     p.add_argument("--preset", type=_preset_name, metavar="NAME",
-                   help="start from a tuned config: " + ", ".join(f"{q.name} ({q.env_id})" for q in presets.PRESETS)
-                   + "; the flags below override its fields")
+                   help=f"start from a tuned config: {presets.listing()}; the flags below override its fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
     p.add_argument("--metrics-format", choices=("csv", "jsonl"), default="csv", help="metrics file format (default: csv)")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars to DIR/tensorboard")

@@ -105,11 +105,13 @@ def names() -> list[str]:
     return [p.name for p in PRESETS]
 
 
+def listing() -> str:
+    """``"ant (JaxAnt-v0), ..."``: every preset and its env, as messages and ``--help`` name them."""
+    return ", ".join(f"{p.name} ({p.env_id})" for p in PRESETS)
+
+
 def get(name: str) -> Preset:
     """The preset named ``name``: its short name (``"ant"``) or its env id (``"JaxAnt-v0"``)."""
     if name not in _BY_NAME:
-        raise ValueError(
-            f"no PPO preset {name!r}; presets: "
-            + ", ".join(f"{p.name} ({p.env_id})" for p in PRESETS)
-        )
+        raise ValueError(f"no PPO preset {name!r}; presets: {listing()}")
     return _BY_NAME[name]
