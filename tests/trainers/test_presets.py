@@ -14,11 +14,14 @@ from gymjax.trainers.ppo import PPOConfig, presets, train
 
 def test_every_preset_is_a_valid_config_for_a_registered_env_with_a_reference():
     fields = {f.name for f in dataclasses.fields(PPOConfig)}
-    assert presets.names() == ["ant", "inverted_pendulum", "cartpole", "pendulum"]
+    assert presets.names() == ["ant", "ant_hour", "inverted_pendulum", "cartpole", "pendulum"]
+    first_for_env = {}
     for preset in presets.PRESETS:
+        first_for_env.setdefault(preset.env_id, preset.name)
         assert set(preset.settings) <= fields, preset.name
         config = PPOConfig.preset(preset.name)
-        assert config == PPOConfig.preset(preset.env_id)  # by short name or by id
+        # by short name, or by env id: the env's first preset ("JaxAnt-v0" is "ant", not "ant_hour")
+        assert PPOConfig.preset(preset.env_id) == PPOConfig.preset(first_for_env[preset.env_id])
         assert "num_timesteps" in preset.settings  # every preset states its budget
         for name, value in preset.settings.items():  # and otherwise only what it changes
             assert getattr(config, name) == value, (preset.name, name)
