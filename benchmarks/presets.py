@@ -34,8 +34,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 REFERENCE_EPISODES = 10
 # The return that counts as solved, for "time to solve": Gymnasium's reward_threshold where it
-# has one (CartPole-v1 475, InvertedPendulum-v5 950), Pendulum's customary -200.
-SOLVED = {"cartpole": 475.0, "inverted_pendulum": 950.0, "pendulum": -200.0, "ant": 4000.0}
+# has one (CartPole-v1 475, InvertedPendulum-v5 950), Pendulum's customary -200; Ant's are the
+# targets of benchmarks.time_to_return for each preset's budget.
+SOLVED = {"cartpole": 475.0, "inverted_pendulum": 950.0, "pendulum": -200.0, "ant": 4000.0, "ant_hour": 5500.0}
 DEFAULT_PRESETS = ["cartpole", "pendulum", "inverted_pendulum"]
 
 

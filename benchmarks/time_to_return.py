@@ -3,8 +3,8 @@
 Arms, each trained in a process of its own, one at a time (the machine's cores are the
 trainer's alone), for a wall-clock budget:
 
-- ``gymjax``: ``gymjax train --preset ant`` as a user runs it (``PPOConfig.preset("ant")``,
-  its evaluations included), on JaxAnt-v0 with the default engine (MuJoCo C on a CPU);
+- ``gymjax``: ``gymjax train --preset ant`` (15 minutes) or ``--preset ant_hour`` (60) as a
+  user runs it, its evaluations included, on JaxAnt-v0 with the default engine (MuJoCo C on a CPU);
 - ``sb3``: Stable-Baselines3's PPO with rl-baselines3-zoo's Ant settings (``hyperparams/ppo.yml``,
   ``Ant-v4``: SB3's defaults, ``normalize: true``, one env) on Gymnasium's Ant-v5;
 - ``brax``: Brax's ``ppo.train`` with Brax's own Ant settings on the same JaxAnt-v0 env
@@ -50,9 +50,12 @@ EPISODES = 10  # Ant-v5 episodes per snapshot, as the issue's targets count them
 SB3_SNAPSHOT_S = 60.0
 MAX_POINTS = int(os.environ.get("TTR_MAX_POINTS", 30))  # snapshots evaluated per run, spread evenly over its wall time
 TARGETS = ((15 * 60, 4000.0), (60 * 60, 5500.0))  # (wall seconds, Ant-v5 return) to reach
+# gymjax's preset for each budget (minutes): each one's num_timesteps is sized for it, and its
+# learning rate decays to 0 over them.
+GYMJAX_PRESETS = {15.0: "ant", 60.0: "ant_hour"}
 
 ARMS = {
-    "gymjax": "gymjax PPO, preset ant, JaxAnt-v0 (MuJoCo C)",
+    "gymjax": "gymjax PPO, JaxAnt-v0 (MuJoCo C)",
     "sb3": "SB3 PPO, rl-zoo Ant settings, Gymnasium Ant-v5",
     "brax": "Brax PPO, Brax's Ant settings, JaxAnt-v0 (MuJoCo C)",
 }
@@ -65,6 +68,11 @@ SB3_SETTINGS = learning.SB3_SETTINGS
 BRAX_SETTINGS = dict(num_envs=4096, batch_size=2048, num_minibatches=32, unroll_length=5, num_updates_per_batch=4,
                      discounting=0.97, learning_rate=3e-4, entropy_cost=1e-2, reward_scaling=10.0,
                      normalize_observations=True, episode_length=1000, action_repeat=1)
+
+
+def label(run: dict) -> str:
+    """The arm's name, with the preset a gymjax run used."""
+    return ARMS[run["arm"]] + (f", preset {run['preset']}" if run.get("preset") else "")
 
 
 def elapsed() -> float:
@@ -104,12 +112,9 @@ def train_gymjax(snapshots: Snapshots, seed: int, budget_s: float) -> dict:
     import gymjax
     from gymjax.trainers.ppo import PPOConfig, train
 
-    # The preset's own budget is ~15 minutes; a longer budget trains on (a constant learning
-    # rate, so the run's first 15 minutes are what the preset alone gives).
-    config = PPOConfig.preset("ant", seed=seed)
-    steps_per_s = config.num_timesteps / (15 * 60)
-    config = config.replace(num_timesteps=max(config.num_timesteps, int(steps_per_s * budget_s * 1.5)))
-    config = config.replace(num_evals=max(config.num_evals, round(config.num_evals * budget_s / 900)))
+    # The preset sized for this budget, as `gymjax train --preset NAME` runs it.
+    preset = GYMJAX_PRESETS[budget_s / 60]
+    config = PPOConfig.preset(preset, seed=seed)
 
     def keep(env_steps, make_policy, params):
         snapshots.add(env_steps, jax.device_get(params))
@@ -121,7 +126,7 @@ def train_gymjax(snapshots: Snapshots, seed: int, budget_s: float) -> dict:
         train(config, env, policy_params_fn=keep, progress_bar=True)
     except OutOfTime:
         pass
-    return {"config": config.to_dict(), "engine": env.backend}
+    return {"config": config.to_dict(), "engine": env.backend, "preset": preset}
 
 
 def train_sb3(snapshots: Snapshots, seed: int, budget_s: float) -> dict:
@@ -268,8 +273,13 @@ def evaluate_run(arm: str, directory: pathlib.Path, run: dict) -> list[dict]:
 # -- the driver ------------------------------------------------------------------------------
 
 
+def run_dir(work: pathlib.Path, arm: str, seed: int, budget_s: float) -> pathlib.Path:
+    """One directory per trained run: budgets differ in more than length (gymjax's rate decays over its budget)."""
+    return work / f"{arm}-{seed}-{budget_s / 60:g}min"
+
+
 def worker(arm: str, seed: int, budget_s: float, work: pathlib.Path) -> None:
-    directory = work / f"{arm}-{seed}"
+    directory = run_dir(work, arm, seed, budget_s)
     snapshots = Snapshots(directory / "snapshots")
     info = TRAINERS[arm](snapshots, seed, budget_s)
     info |= {"arm": arm, "seed": seed, "budget_s": budget_s, "snapshots": snapshots.count,
@@ -277,8 +287,8 @@ def worker(arm: str, seed: int, budget_s: float, work: pathlib.Path) -> None:
     (directory / "run.json").write_text(json.dumps(info, indent=1, default=str))
 
 
-def evaluator(arm: str, seed: int, work: pathlib.Path) -> None:
-    directory = work / f"{arm}-{seed}"
+def evaluator(arm: str, seed: int, budget_s: float, work: pathlib.Path) -> None:
+    directory = run_dir(work, arm, seed, budget_s)
     run = json.loads((directory / "run.json").read_text())
     run["curve"] = evaluate_run(arm, directory / "snapshots", run)
     (directory / "curve.json").write_text(json.dumps(run, indent=1, default=str))
@@ -297,12 +307,16 @@ def main(argv=None) -> None:
                    help="where snapshots and per-run curves go")
     p.add_argument("--report-only", action="store_true", help="remake the report from --work's curves")
     p.add_argument("--worker", nargs=3, metavar=("ARM", "SEED", "BUDGET_S"), help=argparse.SUPPRESS)
-    p.add_argument("--evaluate", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)
+    p.add_argument("--evaluate", nargs=3, metavar=("ARM", "SEED", "BUDGET_S"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if "gymjax" in args.arms and not (args.worker or args.evaluate or args.report_only) \
+            and args.minutes not in GYMJAX_PRESETS:
+        p.error(f"--minutes must be one of {sorted(GYMJAX_PRESETS)} for the gymjax arm (a preset is sized for "
+                f"each), got {args.minutes:g}")
     if args.worker:
         return worker(args.worker[0], int(args.worker[1]), float(args.worker[2]), args.work)
     if args.evaluate:
-        return evaluator(args.evaluate[0], int(args.evaluate[1]), args.work)
+        return evaluator(args.evaluate[0], int(args.evaluate[1]), float(args.evaluate[2]), args.work)
     if not args.report_only:
         runs = [(arm, seed) for arm in args.arms for seed in args.seeds]
         for arm, seed in runs:  # train everything first, then evaluate: no training shares the cores
@@ -311,12 +325,12 @@ def main(argv=None) -> None:
             cmd = [sys.executable, "-m", "benchmarks.time_to_return", "--work", str(args.work),
                    "--worker", arm, str(seed), str(args.minutes * 60)]
             subprocess.run(cmd, check=True)
-            meta = args.work / f"{arm}-{seed}" / "run.json"
+            meta = run_dir(args.work, arm, seed, args.minutes * 60) / "run.json"
             meta.write_text(json.dumps(json.loads(meta.read_text()) | {"load_before": load, "load_after": _load()},
                                        indent=1))
         for arm, seed in runs:
             subprocess.run([sys.executable, "-m", "benchmarks.time_to_return", "--work", str(args.work),
-                            "--evaluate", arm, str(seed)], check=True)
+                            "--evaluate", arm, str(seed), str(args.minutes * 60)], check=True)
     report(args.work)
 
 
@@ -324,10 +338,9 @@ def main(argv=None) -> None:
 
 
 def _at(curve: list[dict], wall_s: float) -> tuple[float, float] | None:
-    """``(at, best)`` for a deadline: the return of the last policy handed out by ``wall_s`` (what a
-    run given that budget ends with: the learning rate is constant, so a longer run passes through
-    the same policies), and the best of all handed out by then (what picking a checkpoint gives).
-    None if no policy came by then."""
+    """``(at, best)`` for a deadline: the return of the last policy handed out by ``wall_s`` (for a
+    run whose budget is ``wall_s``, the policy it ends with), and the best of all handed out by then
+    (what keeping every checkpoint and picking gives). None if no policy came by then."""
     by = [c["return"] for c in curve if c["wall_s"] <= wall_s]
     return (by[-1], max(by)) if by else None
 
@@ -360,8 +373,10 @@ def markdown(record: dict) -> str:
         "budget; the clock starts with its process (imports and compilation included). Its policies, as it "
         f"handed them out, then each played {record['episodes']} deterministic episodes of Gymnasium's own "
         "Ant-v5 (float64 MuJoCo C, 1,000-step limit). Return = their mean. At T: the last policy handed out by "
-        "T, which is what a run given T ends with (constant learning rates); best by then: the best policy "
-        "handed out by T, which keeping every checkpoint and picking would give. A policy that stands still "
+        "T; for a run whose budget is T, the policy it ends with. A longer run's policy at T is not what a "
+        "T-minute run gives: gymjax's learning rate decays over the run's budget (SB3's and Brax's are "
+        "constant). Best by then: the best policy handed out by T, which keeping every checkpoint and picking "
+        "would give. A policy that stands still "
         "scores about 1,000 (the healthy reward): every trainer's first policy does.",
         "",
         "| arm | seed | budget (min) | env steps | load before/after | " + " | ".join(
@@ -377,30 +392,31 @@ def markdown(record: dict) -> str:
                          else "not run that long")
         best = max((c["return"] for c in curve), default=float("nan"))
         lines.append(
-            f"| {ARMS[run['arm']]} | {run['seed']} | {run['budget_s'] / 60:.0f} | {curve[-1]['env_steps']:,} | "
+            f"| {label(run)} | {run['seed']} | {run['budget_s'] / 60:.0f} | {curve[-1]['env_steps']:,} | "
             f"{run.get('load_before', float('nan')):.2f} / {run.get('load_after', float('nan')):.2f} | "
             + " | ".join(cells) + f" | {best:,.0f} |"
         )
     lines += ["", "Settings:", ""]
     for run in record["runs"]:
-        lines.append(f"- {ARMS[run['arm']]} (seed {run['seed']}): `{json.dumps(run['config'], default=str)}`")
+        lines.append(f"- {label(run)} (seed {run['seed']}): `{json.dumps(run['config'], default=str)}`")
     return "\n".join(lines) + "\n"
 
 
 def plot(record: dict, path: pathlib.Path, plt) -> None:
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2), sharey=True)
     colors = {"gymjax": "tab:blue", "sb3": "tab:orange", "brax": "tab:green"}
     for run in record["runs"]:
         curve = run["curve"]
-        label = f"{ARMS[run['arm']]}, seed {run['seed']}"
+        name = f"{label(run)}, seed {run['seed']}, {run['budget_s'] / 60:g}-min run"
+        style = "-" if run["budget_s"] <= 15 * 60 else "--"  # one arm may have runs of two budgets
         for ax, x in ((axes[0], "wall_s"), (axes[1], "env_steps")):
             xs = [c[x] / (60 if x == "wall_s" else 1) for c in curve]
-            ax.plot(xs, [c["return"] for c in curve], marker="o", ms=3, color=colors[run["arm"]], label=label,
-                    alpha=0.9)
+            ax.plot(xs, [c["return"] for c in curve], marker="o", ms=3, color=colors[run["arm"]], label=name,
+                    alpha=0.9, linestyle=style)
     for minutes, target in ((t / 60, r) for t, r in record["targets"]):
         axes[0].plot([minutes], [target], marker="*", ms=14, color="black", linestyle="none")
         axes[0].annotate(f"target {target:,.0f} by {minutes:.0f} min", (minutes, target),
-                         textcoords="offset points", xytext=(-40, 8), fontsize=8)
+                         textcoords="offset points", xytext=(6, -14), fontsize=8)  # below right: clear of the curves
     axes[0].set_xlabel("wall time (min), 2-core CPU")
     axes[1].set_xlabel("env steps")
     import matplotlib.ticker
@@ -409,10 +425,12 @@ def plot(record: dict, path: pathlib.Path, plt) -> None:
     axes[0].set_ylabel(f"Ant-v5 return ({record['episodes']} deterministic episodes)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, loc="lower right")
-    axes[0].set_ylim(top=max(r for _, r in record["targets"]) * 1.12)  # room for the targets' labels
+    # under both panels: inside either, it hides the early curves
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
+    highest = max([r for _, r in record["targets"]] + [c["return"] for run in record["runs"] for c in run["curve"]])
+    axes[0].set_ylim(top=highest * 1.12)  # room for the targets' labels
     fig.suptitle("Time to a walking Ant: every policy evaluated on Gymnasium's Ant-v5")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

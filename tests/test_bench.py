@@ -266,3 +266,12 @@ def test_time_to_return_reports_the_policy_at_and_the_best_by_each_deadline():
     # at 15 minutes: the policy the run held then (3,900), and the best handed out by then (4,200 at 14)
     assert gymjax[4:] == ["**3,900**; 4,200", "**5,400**; 5,600", "5,600"]
     assert sb3[4:] == ["**800**; 800", "not run that long", "800"]  # a 15-minute run says nothing of the hour
+
+
+def test_time_to_return_refuses_a_budget_no_gymjax_preset_is_sized_for(capsys, tmp_path):
+    from benchmarks import time_to_return
+
+    with pytest.raises(SystemExit):
+        time_to_return.main(["--minutes", "30", "--arms", "gymjax", "--work", str(tmp_path / "work")])
+    assert "--minutes must be one of [15.0, 60.0] for the gymjax arm" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()  # refused before any work
