@@ -70,11 +70,6 @@ BRAX_SETTINGS = dict(num_envs=4096, batch_size=2048, num_minibatches=32, unroll_
                      normalize_observations=True, episode_length=1000, action_repeat=1)
 
 
-def label(run: dict) -> str:
-    """The arm's name, with the preset a gymjax run used."""
-    return ARMS[run["arm"]] + (f", preset {run['preset']}" if run.get("preset") else "")
-
-
 def elapsed() -> float:
     return time.perf_counter() - _PROCESS_START
 
@@ -337,6 +332,11 @@ def main(argv=None) -> None:
 # -- the report ---------------------------------------------------------------------------------
 
 
+def label(run: dict) -> str:
+    """The arm's name, with the preset a gymjax run used."""
+    return ARMS[run["arm"]] + (f", preset {run['preset']}" if run.get("preset") else "")
+
+
 def _at(curve: list[dict], wall_s: float) -> tuple[float, float] | None:
     """``(at, best)`` for a deadline: the return of the last policy handed out by ``wall_s`` (for a
     run whose budget is ``wall_s``, the policy it ends with), and the best of all handed out by then
@@ -408,7 +408,8 @@ def plot(record: dict, path: pathlib.Path, plt) -> None:
     for run in record["runs"]:
         curve = run["curve"]
         name = f"{label(run)}, seed {run['seed']}, {run['budget_s'] / 60:g}-min run"
-        style = "-" if run["budget_s"] <= 15 * 60 else "--"  # one arm may have runs of two budgets
+        # one arm may have runs of two budgets: the longer ones dashed
+        style = "-" if run["budget_s"] <= min(t for t, _ in record["targets"]) else "--"
         for ax, x in ((axes[0], "wall_s"), (axes[1], "env_steps")):
             xs = [c[x] / (60 if x == "wall_s" else 1) for c in curve]
             ax.plot(xs, [c["return"] for c in curve], marker="o", ms=3, color=colors[run["arm"]], label=name,
