@@ -121,7 +121,7 @@ def train_gymjax(snapshots: Snapshots, seed: int, budget_s: float) -> dict:
         train(config, env, policy_params_fn=keep, progress_bar=True)
     except OutOfTime:
         pass
-    return {"config": config.to_dict(), "engine": env.backend, "preset": preset}
+    return {"config": config.to_dict(), "engine": env.engine, "preset": preset}
 
 
 def train_sb3(snapshots: Snapshots, seed: int, budget_s: float) -> dict:
@@ -180,7 +180,7 @@ def train_brax(snapshots: Snapshots, seed: int, budget_s: float, steps_per_s: fl
         brax_train.train(environment=brax_adapter(env), policy_params_fn=keep, **settings)  # Brax's networks
     except OutOfTime:
         pass
-    return {"config": settings, "engine": env.backend}
+    return {"config": settings, "engine": env.engine}
 
 
 TRAINERS = {"gymjax": train_gymjax, "sb3": train_sb3, "brax": train_brax}

@@ -22,8 +22,9 @@ Params = TypeVar("Params")
 
 # The version of State's pytree layout. Checkpoints of a training run carry the env's state,
 # so they record it: a run saved under another layout cannot resume (its policy still loads).
-# 1: wrapper bookkeeping in info and metrics (to gymjax 0.1's issue 12); 2: typed fields.
-STATE_LAYOUT = 2
+# 1: wrapper bookkeeping in info and metrics (to gymjax 0.1's issue 12); 2: typed fields;
+# 3: the C engine's physics state holds the MjData fields its env declares, and residuals.
+STATE_LAYOUT = 3
 
 
 @struct.dataclass

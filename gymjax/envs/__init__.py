@@ -10,6 +10,8 @@ dict per agent, which no Gymnasium ``Env`` takes. Their adapter is
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +24,16 @@ class EnvSpec:
     """What the registry knows of an id without building the env."""
 
     env_id: str
-    factory: Callable[..., Env]
+    entry_point: str | Callable[..., Env]  # "module:Class", imported when the id is first made
     max_episode_steps: int | None
     multi_agent: bool = False
     reference_id: str | None = None  # Gymnasium's own env with the same task: what a policy is judged on
+
+    def load(self) -> Callable[..., Env]:
+        if callable(self.entry_point):
+            return self.entry_point
+        module, _, name = self.entry_point.partition(":")
+        return getattr(importlib.import_module(module), name)
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -33,20 +41,21 @@ _REGISTRY: dict[str, EnvSpec] = {}
 
 def register(
     env_id: str,
-    factory: Callable[..., Env],
+    entry_point: str | Callable[..., Env],
     max_episode_steps: int | None,
     *,
     multi_agent: bool = False,
     reference_id: str | None = None,
 ) -> None:
-    """Registers ``factory(**kwargs) -> Env`` under ``env_id``; ids are unique.
+    """Registers ``entry_point(**kwargs) -> Env`` under ``env_id``; ids are unique.
 
+    ``entry_point``: a callable, or ``"module:Class"`` imported when the id is first made.
     ``reference_id``: the Gymnasium env whose task this one reproduces (``gymjax eval --reference``
     plays a trained policy on it).
     """
     if env_id in _REGISTRY:
         raise ValueError(f"environment id {env_id!r} is already registered")
-    _REGISTRY[env_id] = EnvSpec(env_id, factory, max_episode_steps, multi_agent, reference_id)
+    _REGISTRY[env_id] = EnvSpec(env_id, entry_point, max_episode_steps, multi_agent, reference_id)
 
 
 def spec(env_id: str) -> EnvSpec:
@@ -60,21 +69,36 @@ def _factory(env_id: str, multi_agent: bool) -> Callable[..., Env]:
     if env_spec.multi_agent != multi_agent:
         kind, builder = ("multi-agent", "make_multi") if env_spec.multi_agent else ("single-agent", "make")
         raise ValueError(f"{env_id!r} is a {kind} env; build it with gymjax.envs.{builder}")
-    return env_spec.factory
+    return env_spec.load()
 
 
 def make(env_id: str, **kwargs: Any) -> Env:
     """Builds the functional (pure JAX, unbatched) single-agent env registered as ``env_id``."""
-    return _built(env_id, kwargs, _factory(env_id, multi_agent=False)(**kwargs))
+    return _built(env_id, kwargs, _factory(env_id, multi_agent=False))
 
 
 def make_multi(env_id: str, **kwargs: Any) -> Env:
     """Builds the functional multi-agent env registered as ``env_id`` (actions: a dict per agent)."""
-    return _built(env_id, kwargs, _factory(env_id, multi_agent=True)(**kwargs))
+    return _built(env_id, kwargs, _factory(env_id, multi_agent=True))
 
 
-def _built(env_id: str, kwargs: dict[str, Any], env: Env) -> Env:
-    env.env_id, env.env_kwargs = env_id, dict(kwargs)
+def options_of(factory: Callable[..., Env]) -> list[str] | None:
+    """The keyword options ``factory`` takes; None when it takes any (``**kwargs``)."""
+    parameters = inspect.signature(factory).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> Env:
+    recorded = dict(kwargs)
+    kwargs = _engine(kwargs) if "backend" in kwargs else kwargs
+    known = options_of(factory)
+    unknown = sorted(set(kwargs) - set(known)) if known is not None else []
+    if unknown:  # named here, before the env loads its model, rather than as a TypeError deep inside
+        raise ValueError(f"{env_id} has no option {unknown[0]!r}; its options are {sorted(known)}")
+    env = factory(**kwargs)
+    env.env_id, env.env_kwargs = env_id, recorded
     return env
 
 
@@ -98,54 +122,43 @@ def registered_ids(multi_agent: bool = False) -> list[str]:
 
 
 def _engine(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """MuJoCo envs take ``engine=`` (``"mjx"``, ``"mujoco"``, ``"auto"``), or its alias ``backend=``.
+    """MuJoCo envs take ``engine=`` (``"mjx"``, ``"mujoco"``, ``"auto"``); ``backend=`` is its old name.
 
-    ``engine`` is the name to use through clients that keep ``backend=`` for themselves
-    (torchrl's ``GymEnv(id, backend=...)`` picks its gym library by it).
+    ``backend`` stays accepted because run directories recorded it and clients pass it on; it
+    becomes ``engine`` here, so an env only ever sees one name.
     """
-    if "engine" in kwargs:
-        if "backend" in kwargs:
-            raise ValueError("pass engine= or its alias backend=, not both")
+    if "backend" in kwargs:
+        if "engine" in kwargs:
+            raise ValueError("pass engine= or its old name backend=, not both")
         kwargs = dict(kwargs)
-        kwargs["backend"] = kwargs.pop("engine")
+        kwargs["engine"] = kwargs.pop("backend")
     return kwargs
 
 
-def _ant(**kwargs):
-    from gymjax.envs.mujoco import Ant
-
-    return Ant(**_engine(kwargs))
-
-
-def _inverted_pendulum(**kwargs):
-    from gymjax.envs.mujoco import InvertedPendulum
-
-    return InvertedPendulum(**_engine(kwargs))
-
-
-def _multi_ant(**kwargs):
-    from gymjax.envs.mujoco import MultiAnt
-
-    return MultiAnt(**_engine(kwargs))
-
-
-def _cartpole(**kwargs):
-    from gymjax.envs.classic import CartPole
-
-    return CartPole(**kwargs)
-
-
-def _pendulum(**kwargs):
-    from gymjax.envs.classic import Pendulum
-
-    return Pendulum(**kwargs)
-
-
-# MuJoCo is imported lazily: classic-control users do not pay for loading MJX. Each id's time
-# limit is stated here only (Gymnasium needs it at import, before any env is built); the env
-# classes read it back as their ``max_episode_steps``.
-register("JaxAnt-v0", _ant, max_episode_steps=1000, reference_id="Ant-v5")
-register("JaxMultiAnt-v0", _multi_ant, max_episode_steps=1000, multi_agent=True)  # MaMuJoCo's: not in Gymnasium
-register("JaxInvertedPendulum-v0", _inverted_pendulum, max_episode_steps=1000, reference_id="InvertedPendulum-v5")
-register("JaxCartPole-v0", _cartpole, max_episode_steps=500, reference_id="CartPole-v1")  # v1's limit (v0's was 200)
-register("JaxPendulum-v0", _pendulum, max_episode_steps=200, reference_id="Pendulum-v1")
+# Each id's time limit is stated here only (Gymnasium needs it at import, before any env is built);
+# the env classes read it back as their ``max_episode_steps``. Entry points are imported when an
+# id is made: classic-control users never load MuJoCo.
+_MUJOCO = "gymjax.envs.mujoco"
+_CLASSIC = "gymjax.envs.classic"
+register("JaxAnt-v0", f"{_MUJOCO}.ant:Ant", max_episode_steps=1000, reference_id="Ant-v5")
+register("JaxHalfCheetah-v0", f"{_MUJOCO}.half_cheetah:HalfCheetah", max_episode_steps=1000, reference_id="HalfCheetah-v5")
+register("JaxHopper-v0", f"{_MUJOCO}.hopper:Hopper", max_episode_steps=1000, reference_id="Hopper-v5")
+register("JaxWalker2d-v0", f"{_MUJOCO}.walker2d:Walker2d", max_episode_steps=1000, reference_id="Walker2d-v5")
+register("JaxSwimmer-v0", f"{_MUJOCO}.swimmer:Swimmer", max_episode_steps=1000, reference_id="Swimmer-v5")
+register("JaxReacher-v0", f"{_MUJOCO}.reacher:Reacher", max_episode_steps=50, reference_id="Reacher-v5")
+register("JaxPusher-v0", f"{_MUJOCO}.pusher:Pusher", max_episode_steps=100, reference_id="Pusher-v5")
+register("JaxInvertedPendulum-v0", f"{_MUJOCO}.inverted_pendulum:InvertedPendulum", max_episode_steps=1000,
+         reference_id="InvertedPendulum-v5")
+register("JaxInvertedDoublePendulum-v0", f"{_MUJOCO}.inverted_double_pendulum:InvertedDoublePendulum",
+         max_episode_steps=1000, reference_id="InvertedDoublePendulum-v5")
+register("JaxHumanoid-v0", f"{_MUJOCO}.humanoid:Humanoid", max_episode_steps=1000, reference_id="Humanoid-v5")
+register("JaxHumanoidStandup-v0", f"{_MUJOCO}.humanoid_standup:HumanoidStandup", max_episode_steps=1000,
+         reference_id="HumanoidStandup-v5")
+register("JaxMultiAnt-v0", f"{_MUJOCO}.multi_ant:MultiAnt", max_episode_steps=1000, multi_agent=True)  # MaMuJoCo's
+register("JaxCartPole-v0", f"{_CLASSIC}.cartpole:CartPole", max_episode_steps=500, reference_id="CartPole-v1")  # v1's limit (v0's was 200)
+register("JaxPendulum-v0", f"{_CLASSIC}.pendulum:Pendulum", max_episode_steps=200, reference_id="Pendulum-v1")
+register("JaxAcrobot-v0", f"{_CLASSIC}.acrobot:Acrobot", max_episode_steps=500, reference_id="Acrobot-v1")
+register("JaxMountainCar-v0", f"{_CLASSIC}.mountain_car:MountainCar", max_episode_steps=200,
+         reference_id="MountainCar-v0")
+register("JaxMountainCarContinuous-v0", f"{_CLASSIC}.mountain_car_continuous:MountainCarContinuous",
+         max_episode_steps=999, reference_id="MountainCarContinuous-v0")

@@ -22,6 +22,7 @@ either batched (``num_envs=N``: ``[N, ...]`` arrays, auto-reset) or a single env
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -305,7 +306,7 @@ class Session:
         self._compile()
         # info holds the env's own keys only: the traced start shows them all.
         self.info_keys = tuple(self._start_shapes.info)
-        reset_keys = self.base.reset_info_keys or self.info_keys
+        reset_keys = self.info_keys if self.base.reset_info_keys is None else self.base.reset_info_keys
         self.reset_info_keys = tuple(k for k in self.info_keys if k in reset_keys)
         self.step_only_keys = tuple(k for k in self.info_keys if k not in reset_keys)
         self.state: State | None = None
@@ -438,7 +439,7 @@ class Session:
     def set_state(self, qpos: Any, qvel: Any) -> None:
         """A single env's simulator put at ``(qpos, qvel)``, as Gymnasium's MuJoCo envs do."""
         base = self.base
-        if self.batched or not hasattr(base, "init_qpos"):  # a MuJoCo simulator, reset_to(qpos, qvel)
+        if self.batched or not _simulated_by_mujoco(base):
             raise TypeError(f"{base!r} has no simulator state to set" if not self.batched
                             else "set_state works on a single env")
         nq, nv = np.shape(base.init_qpos)[0], np.shape(base.init_qvel)[0]
@@ -458,7 +459,7 @@ class Session:
             episode = episode if episode is not None else EpisodeStatistics(jnp.float32(0.0), jnp.int32(0))
         self.state = state.replace(randomized=randomized, episode=episode)
 
-    def _reset_to(self, qpos, qvel, randomized):
+    def _reset_to(self, qpos, qvel, randomized):  # MujocoEnv.reset_to: its set_state
         return self.base.reset_to(qpos, qvel, randomized)
 
     # -- Rendering and closing
@@ -509,3 +510,11 @@ class Session:
         self.__dict__.update(state)
         self._packed = None
         self._compile()
+
+
+def _simulated_by_mujoco(env: Env) -> bool:
+    """Whether ``env`` is a :class:`~gymjax.envs.mujoco.MujocoEnv`, whose ``reset_to(qpos, qvel)``
+    is Gymnasium's ``set_state``; an env of a module not yet imported cannot be one, and a
+    classic-control session does not load MuJoCo to find that out."""
+    base = sys.modules.get("gymjax.envs.mujoco.base")
+    return base is not None and isinstance(env, base.MujocoEnv)

@@ -18,30 +18,33 @@ BAD = [
     ("JaxAnt-v0", {"healthy_reward": float("nan")}, "Ant: healthy_reward must be a real number, got nan"),
     ("JaxAnt-v0", {"healthy_z_range": "ab"}, "Ant: healthy_z_range must be a pair (low, high) of real numbers"),
     ("JaxAnt-v0", {"contact_force_range": (1.0, -1.0)}, "with low < high, got (1.0, -1.0)"),
-    ("JaxAnt-v0", {"solver": (4,)}, "Ant: solver must be one of ['accurate', 'fast', 'reference'] or a pair"),
+    ("JaxAnt-v0", {"solver": (4,)}, "Ant: solver must be one of ['accurate', 'fast', 'model', 'reference'] or a pair"),
     ("JaxAnt-v0", {"solver": "quick"}, "Ant: solver must be one of"),
     ("JaxAnt-v0", {"terminate_when_unhealthy": "yes"}, "Ant: terminate_when_unhealthy must be True or False"),
     ("JaxAnt-v0", {"reset_noise_scale": -0.1}, "Ant: reset_noise_scale must be a real number >= 0"),
     ("JaxAnt-v0", {"main_body": 1.5}, "Ant: main_body must be a body's id or name"),
     ("JaxAnt-v0", {"default_camera_config": "far"}, "Ant: default_camera_config must be a dict"),
-    ("JaxAnt-v0", {"backend": "cuda"}, "backend must be one of"),
+    ("JaxAnt-v0", {"engine": "cuda"}, "engine must be one of"),
     ("JaxInvertedPendulum-v0", {"reset_noise_scale": "0.1"}, "InvertedPendulum: reset_noise_scale must be a real"),
     ("JaxPendulum-v0", {"g": "x"}, "Pendulum: g must be a real number, got 'x' (str)"),
     ("JaxCartPole-v0", {"sutton_barto_reward": "no"}, "CartPole: sutton_barto_reward must be True or False"),
+    ("JaxMountainCar-v0", {"goal_velocity": "x"}, "MountainCar: goal_velocity must be a real number, got 'x' (str)"),
+    ("JaxMountainCarContinuous-v0", {"goal_velocity": "x"},
+     "MountainCarContinuous: goal_velocity must be a real number, got 'x' (str)"),
 ]
 
 
 @pytest.mark.parametrize("env_id, kwargs, words", BAD, ids=[f"{e}-{k}" for e, k, _ in BAD])
 def test_a_bad_option_is_refused_at_construction(env_id, kwargs, words):
     with pytest.raises(ValueError) as error:
-        envs.make(env_id, **{"backend": "mujoco", **kwargs} if "Ant" in env_id or "Inverted" in env_id else kwargs)
+        envs.make(env_id, **{"engine": "mujoco", **kwargs} if "Ant" in env_id or "Inverted" in env_id else kwargs)
     assert words in str(error.value)
     with pytest.raises(ValueError):  # gymnasium.make reaches the same check
         gymnasium.make(env_id, **kwargs)
 
 
 def test_good_options_still_construct():
-    env = envs.make("JaxAnt-v0", backend="mujoco", healthy_z_range=[0.3, float("inf")], ctrl_cost_weight=1,
+    env = envs.make("JaxAnt-v0", engine="mujoco", healthy_z_range=[0.3, float("inf")], ctrl_cost_weight=1,
                     terminate_when_unhealthy=np.bool_(False), solver=(2, 4), main_body="torso")
     assert env.healthy_z_range == (0.3, float("inf")) and env.ctrl_cost_weight == 1.0
     assert envs.make("JaxPendulum-v0", g=np.float32(9.81)).g == pytest.approx(9.81)
@@ -49,7 +52,7 @@ def test_good_options_still_construct():
 
 def test_a_huge_action_costs_what_ant_v5_charges_up_to_float32s_largest():
     """Ant-v5 prices the action as given, in float64; a float32 square overflowed to -inf."""
-    env = envs.make("JaxAnt-v0", backend="mujoco")
+    env = envs.make("JaxAnt-v0", engine="mujoco")
     state = jax.jit(env.reset)(jax.random.PRNGKey(0))
     step = jax.jit(env.step)
     reference = gymnasium.make("Ant-v5")
@@ -64,7 +67,7 @@ def test_a_huge_action_costs_what_ant_v5_charges_up_to_float32s_largest():
 
 def test_mujoco_warnings_show_once_and_write_no_log_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    env = envs.make("JaxAnt-v0", backend="mujoco")
+    env = envs.make("JaxAnt-v0", engine="mujoco")
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), 8))
     states = jax.vmap(env.reset_to)(states.env_state.qpos, jnp.full((8, env.mj_model.nv), 1e10))
     step = jax.jit(jax.vmap(env.step))

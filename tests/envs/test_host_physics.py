@@ -8,9 +8,12 @@ import gymjax
 from gymjax.envs.mujoco.host import STATE_SPEC, HostPhysics
 
 
+ANT_FIELDS = ("xpos", "cfrc_ext")  # what Ant reads: a kinematic field and a post-constraint one
+
+
 @pytest.fixture(scope="module")
 def ant_model():
-    return gymjax.make("JaxAnt-v0", backend="mujoco").mj_model
+    return gymjax.make("JaxAnt-v0", engine="mujoco").mj_model
 
 
 def _start(model, n, seed=0):
@@ -38,18 +41,18 @@ def _reference_reset(model, qpos, qvel):
 def test_reset_is_mj_forwards_even_on_data_that_stepped_before(ant_model):
     """The reset writes the state in NumPy and runs mj_kinematics only; its outputs must be
     mj_forward's, cfrc_ext zero included, whatever the threads' MjData held before."""
-    physics = HostPhysics(ant_model, frame_skip=5, nthread=2)
+    physics = HostPhysics(ant_model, frame_skip=5, nthread=2, fields=ANT_FIELDS)
     qpos, qvel = _start(ant_model, 24)
     words = physics.init(qpos, qvel, {})
     for _ in range(10):  # leave contact forces and a warm start in the threads' MjData
         ctrl = np.ones((24, ant_model.nu), np.float32)
         words = physics.step(np.array(physics.split(words).state), ctrl, {})
-    assert np.abs(physics.split(words).cfrc_ext).max() > 0
+    assert np.abs(physics.split(words).fields["cfrc_ext"]).max() > 0
     again = physics.split(physics.init(qpos, qvel, {}))
     for i, (state, xpos, cfrc) in enumerate(_reference_reset(ant_model, qpos, qvel)):
         np.testing.assert_array_equal(again.state[i].view(np.float64), state)
-        np.testing.assert_array_equal(again.xpos[i], xpos.astype(np.float32))
-        np.testing.assert_array_equal(again.cfrc_ext[i], cfrc.astype(np.float32))
+        np.testing.assert_array_equal(again.fields["xpos"][i], xpos.astype(np.float32))
+        np.testing.assert_array_equal(again.fields["cfrc_ext"][i], cfrc.astype(np.float32))
         np.testing.assert_array_equal(again.qpos[i], qpos[i])
         assert not cfrc.any()
     physics.close()
@@ -61,7 +64,7 @@ def test_results_do_not_depend_on_which_thread_steps_which_env(ant_model):
     ctrl = np.random.default_rng(2).uniform(-1, 1, (20, 13, ant_model.nu)).astype(np.float32)
     results = []
     for nthread in (1, 3):
-        physics = HostPhysics(ant_model, frame_skip=5, nthread=nthread)
+        physics = HostPhysics(ant_model, frame_skip=5, nthread=nthread, fields=ANT_FIELDS)
         words = physics.init(qpos, qvel, {})
         for action in ctrl:
             words = physics.step(np.array(physics.split(words).state), action, {})
@@ -73,17 +76,17 @@ def test_results_do_not_depend_on_which_thread_steps_which_env(ant_model):
 def test_a_model_with_sensors_resets_through_mj_forward(ant_model):
     """An accelerometer makes mj_forward fill cfrc_ext (mj_rnePostConstraint): the reset must
     then run the full sequence, and still equal it."""
-    spec = mujoco.MjSpec.from_file(gymjax.make("JaxAnt-v0", backend="mujoco").xml_path)
+    spec = mujoco.MjSpec.from_file(gymjax.make("JaxAnt-v0", engine="mujoco").xml_path)
     spec.body("torso").add_site(name="imu")
     spec.add_sensor(type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
     model = spec.compile()
-    physics = HostPhysics(model, frame_skip=5, nthread=2)
+    physics = HostPhysics(model, frame_skip=5, nthread=2, fields=ANT_FIELDS)
     qpos, qvel = _start(model, 8, seed=3)
     words = physics.split(physics.init(qpos, qvel, {}))
     reference = _reference_reset(model, qpos, qvel)
     assert any(cfrc.any() for _, _, cfrc in reference)  # the case the shortcut would get wrong
     for i, (state, xpos, cfrc) in enumerate(reference):
         np.testing.assert_array_equal(words.state[i].view(np.float64), state)
-        np.testing.assert_array_equal(words.xpos[i], xpos.astype(np.float32))
-        np.testing.assert_array_equal(words.cfrc_ext[i], cfrc.astype(np.float32))
+        np.testing.assert_array_equal(words.fields["xpos"][i], xpos.astype(np.float32))
+        np.testing.assert_array_equal(words.fields["cfrc_ext"][i], cfrc.astype(np.float32))
     physics.close()

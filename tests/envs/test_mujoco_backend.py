@@ -20,12 +20,12 @@ from gymjax.wrappers.training import wrap_for_training
 
 @pytest.fixture(scope="module")
 def ant_c():
-    return gymjax.make("JaxAnt-v0", backend="mujoco")
+    return gymjax.make("JaxAnt-v0", engine="mujoco")
 
 
 @pytest.fixture(scope="module")
 def pendulum_c():
-    return gymjax.make("JaxInvertedPendulum-v0", backend="mujoco")
+    return gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
 
 
 def _f32(x):
@@ -112,7 +112,8 @@ def test_state_is_a_small_pytree_read_like_mjx_data(ant_c):
     m = ant_c.mj_model
     nstate = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS | mujoco.mjtState.mjSTATE_WARMSTART)
     assert data.state.shape == (2 * nstate,) and data.state.dtype == jnp.uint32  # float64 bits
-    assert data.qpos.shape == (m.nq,) and data.cfrc_ext.shape == (m.nbody, 6)
+    assert data.qpos.shape == (m.nq,) and data.fields["cfrc_ext"].shape == (m.nbody, 6)
+    assert set(data.fields) == {"xpos", "cfrc_ext"} and set(data.residual) == {"xpos"}  # what Ant declared
     np.testing.assert_array_equal(np.asarray(data.state).view(np.float64)[1 : 1 + m.nq], _f32(data.qpos))
     np.testing.assert_array_equal(state.obs[27:], 0.0)  # no contact force after reset, as in MuJoCo
 
@@ -219,40 +220,40 @@ def test_unsupported_randomized_field_is_a_clear_error(pendulum_c):
 
 def test_gradients_through_step_are_a_clear_error(pendulum_c):
     state = pendulum_c.reset(jax.random.PRNGKey(0))
-    with pytest.raises(NotDifferentiableError, match='not differentiable.*backend="mjx"'):
+    with pytest.raises(NotDifferentiableError, match='not differentiable.*engine="mjx"'):
         jax.grad(lambda a: pendulum_c.step(state, a).reward)(jnp.zeros(1))
-    with pytest.raises(NotDifferentiableError, match='backend="mjx"'):
+    with pytest.raises(NotDifferentiableError, match='engine="mjx"'):
         jax.grad(lambda q: pendulum_c.reset_to(q, jnp.zeros(2)).obs.sum())(jnp.zeros(2))
 
 
-def test_gymnasium_make_with_backend_passes_check_env():
-    env = gymnasium.make("JaxAnt-v0", backend="mujoco", render_mode="rgb_array", width=32, height=32)
-    assert env.unwrapped.jax_env.backend == "mujoco"
+def test_gymnasium_make_with_engine_passes_check_env():
+    env = gymnasium.make("JaxAnt-v0", engine="mujoco", render_mode="rgb_array", width=32, height=32)
+    assert env.unwrapped.jax_env.engine == "mujoco"
     check_env(env.unwrapped)
     env.close()
 
 
 def test_auto_picks_mujoco_c_on_cpu_and_says_so(caplog):
     assert jax.default_backend() == "cpu"
-    base._auto_backend.cache_clear()
+    base._auto_engine.cache_clear()
     with caplog.at_level(logging.INFO, logger=base.__name__):
-        env = gymjax.make("JaxInvertedPendulum-v0", backend="auto")
-        again = gymjax.make("JaxInvertedPendulum-v0", backend="auto")
-    assert env.backend == again.backend == "mujoco" and env.solver == "reference"
+        env = gymjax.make("JaxInvertedPendulum-v0", engine="auto")
+        again = gymjax.make("JaxInvertedPendulum-v0", backend="auto")  # the old name still works
+    assert env.engine == again.engine == "mujoco" and env.solver == "model"
     assert [r.getMessage() for r in caplog.records].count(
-        'backend="auto": JAX runs on cpu, so MuJoCo envs use backend=\'mujoco\''
+        'engine="auto": JAX runs on cpu, so MuJoCo envs use engine=\'mujoco\''
     ) == 1  # logged once
     default = gymjax.make("JaxInvertedPendulum-v0")  # "auto" is the default: no MJX hang on a CPU
-    assert default.backend == "mujoco" and gymjax.make("JaxInvertedPendulum-v0", engine="mjx").backend == "mjx"
-    with pytest.raises(ValueError, match="backend must be one of"):
+    assert default.engine == "mujoco" and gymjax.make("JaxInvertedPendulum-v0", engine="mjx").engine == "mjx"
+    with pytest.raises(ValueError, match="engine must be one of"):
         gymjax.make("JaxInvertedPendulum-v0", backend="warp")
 
 
-def test_multi_ant_takes_the_backend_through_ants_options():
-    multi = gymjax.envs.make_multi("JaxMultiAnt-v0", backend="mujoco")
+def test_multi_ant_takes_the_engine_through_ants_options():
+    multi = gymjax.envs.make_multi("JaxMultiAnt-v0", engine="mujoco")
     state = jax.jit(multi.reset)(jax.random.PRNGKey(0))
     state = jax.jit(multi.step)(state, {a: jnp.zeros(s.shape) for a, s in multi.action_spaces.items()})
-    assert multi.ant.backend == "mujoco" and isinstance(state.env_state, HostData)
+    assert multi.ant.engine == "mujoco" and isinstance(state.env_state, HostData)
     assert set(state.obs) == set(multi.agents) and np.isfinite(float(state.reward))
 
 
@@ -265,7 +266,7 @@ def test_set_state_keeps_the_randomized_physics():
     tilted = (np.array([0.0, 0.1]), np.zeros(2))
     angles = {}
     for name, fn in (("nominal", None), ("no gravity", no_gravity)):
-        env = gymnasium.make("JaxInvertedPendulum-v0", backend="mujoco", randomization_fn=fn).unwrapped
+        env = gymnasium.make("JaxInvertedPendulum-v0", engine="mujoco", randomization_fn=fn).unwrapped
         env.reset(seed=0)
         env.set_state(*tilted)
         obs, *_ = env.step(np.zeros(1, np.float32))

@@ -43,7 +43,7 @@ def test_inverted_pendulum_preset_balances_on_gymnasiums_own_env():
     # on a CPU), judged on InvertedPendulum-v5 at each evaluation.
     config = PPOConfig.preset("inverted_pendulum", reference_episodes=4, num_evals=2)
     env = gymjax.make("JaxInvertedPendulum-v0")
-    assert env.backend == "mujoco"
+    assert env.engine == "mujoco"
     reports = []
     train(config, env, progress_bar=False, progress_fn=lambda step, m: reports.append(m))
     last = [m for m in reports if "reference/episode_return" in m][-1]

@@ -218,10 +218,11 @@ def test_set_state_needs_a_mujoco_simulator():
         env.unwrapped.set_state(np.zeros(2), np.zeros(2))
 
 
-def test_engine_is_an_alias_of_backend():
-    env = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
-    assert env.backend == "mujoco"
-    with pytest.raises(ValueError, match="engine= or its alias backend="):
+def test_backend_is_the_old_name_of_engine():
+    """Run directories recorded backend=, and clients pass it on: it still names the engine."""
+    env = gymjax.make("JaxInvertedPendulum-v0", backend="mujoco")
+    assert env.engine == "mujoco" and env.env_kwargs == {"backend": "mujoco"}  # recorded as given
+    with pytest.raises(ValueError, match="engine= or its old name backend="):
         gymjax.make("JaxInvertedPendulum-v0", engine="mujoco", backend="mjx")
 
 

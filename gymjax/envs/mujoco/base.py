@@ -1,12 +1,19 @@
 """Shared machinery for envs simulated by MuJoCo: MJX, or MuJoCo C from inside jit.
 
-The physics parameters of these envs are an ``mjx.Model`` whatever the backend:
+A task (``ant.py``, ``hopper.py``, ...) is one subclass of :class:`MujocoEnv` that says
+what Gymnasium's ``*_v5.py`` says: its options, the ``MjData`` fields it reads
+(:attr:`MujocoEnv.data_fields`), its observation, and its reward, termination and
+``info`` over one step (:meth:`MujocoEnv.outcome`). The base does the rest the same way
+for every task: reset noise, ``reset_to`` (Gymnasium's ``set_state``), the step, the
+zero-filled step-only ``info`` keys at reset, rendering.
+
+The physics parameters of these envs are an ``mjx.Model`` whatever the engine:
 ``randomization_fn`` receives it and returns a modified copy
 (``model.replace(body_mass=...)``); ``reset`` and ``step`` also take the changed
-fields by name, ``{"body_mass": masses}``, which is how the ``"mujoco"`` backend
+fields by name, ``{"body_mass": masses}``, which is how the ``"mujoco"`` engine
 learns which ``MjModel`` fields to write.
 
-Backends (the ``backend`` option):
+Engines (the ``engine`` option):
 
 - ``"mjx"``: MuJoCo MJX, pure JAX; differentiable; the fast path on GPU/TPU.
 - ``"mujoco"``: MuJoCo's C engine through one ``jax.pure_callback`` per batch
@@ -18,11 +25,13 @@ Backends (the ``backend`` option):
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.resources
 import logging
 import numbers
 import os
+import warnings
 from typing import Any
 
 import gymnasium
@@ -34,23 +43,35 @@ from mujoco import mjx
 
 from gymjax.core import Env, State
 from gymjax.envs import options
-from gymjax.envs.mujoco.host import CallbackEngine, HostData
+from gymjax.envs.mujoco.host import (
+    POST_CONSTRAINT_FIELDS,
+    CallbackEngine,
+    HostData,
+    MuJoCoWarning,
+    route_mujoco_warnings,
+)
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("mjx", "mujoco", "auto")
+ENGINES = ("mjx", "mujoco", "auto")
 
 # Solver presets: (constraint solver iterations, line-search iterations).
 #   "accurate"  (4, 8):    the fewest iterations whose error against MuJoCo C (from the same
 #                          states) more iterations no longer reduce; the parity tests bound it.
 #   "fast"      (1, 4):    several times the throughput; fine for learning, parity suffers.
 #   "reference" (100, 50): MuJoCo's and MJX's defaults, the slowest.
+# and "model": the XML's own settings, what Gymnasium runs (Humanoid's 50 iterations, Pusher's 20).
 # Throughput of each: the env suite of benchmarks/ (benchmarks/results/README.md).
 SOLVER_PRESETS: dict[str, tuple[int, int]] = {
     "accurate": (4, 8),
     "fast": (1, 4),
     "reference": (100, 50),
 }
+MODEL_SOLVER = "model"
+
+# Constraint solvers MJX lacks, and what it runs instead. Newton converges to the same
+# constrained optimum as PGS (Humanoid-v5's solver) and is MJX's default.
+MJX_SOLVER_FOR = {mujoco.mjtSolver.mjSOL_PGS: mujoco.mjtSolver.mjSOL_NEWTON}
 
 
 def gymnasium_asset(xml_file: str) -> str:
@@ -66,104 +87,210 @@ def gymnasium_asset(xml_file: str) -> str:
     return str(path)
 
 
-def resolve_backend(backend: str) -> str:
+def resolve_engine(engine: str) -> str:
     """``"mjx"`` or ``"mujoco"``; ``"auto"`` picks by the platform JAX runs on."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    return _auto_backend(jax.default_backend()) if backend == "auto" else backend
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    return _auto_engine(jax.default_backend()) if engine == "auto" else engine
 
 
 @functools.cache
-def _auto_backend(platform: str) -> str:
+def _auto_engine(platform: str) -> str:
     chosen = "mujoco" if platform == "cpu" else "mjx"
-    logger.info('backend="auto": JAX runs on %s, so MuJoCo envs use backend=%r', platform, chosen)
+    logger.info('engine="auto": JAX runs on %s, so MuJoCo envs use engine=%r', platform, chosen)
     return chosen
 
 
-def solver_iterations(solver: str | tuple[int, int]) -> tuple[int, int]:
+def solver_iterations(solver: str | tuple[int, int]) -> tuple[int, int] | None:
+    """The iterations a solver option asks for; None for ``"model"`` (the XML's own)."""
+    names = sorted([*SOLVER_PRESETS, MODEL_SOLVER])
     if isinstance(solver, str):
-        if solver not in SOLVER_PRESETS:
-            raise ValueError(
-                f"solver must be one of {sorted(SOLVER_PRESETS)} or a tuple "
-                f"(iterations, ls_iterations), got {solver!r}"
-            )
-        return SOLVER_PRESETS[solver]
+        if solver not in names:
+            raise ValueError(f"solver must be one of {names} or a tuple (iterations, ls_iterations), got {solver!r}")
+        return SOLVER_PRESETS.get(solver)
     pair = tuple(solver) if isinstance(solver, (tuple, list)) else ()
     if len(pair) != 2 or any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1 for n in pair):
         raise ValueError(
-            f"solver must be one of {sorted(SOLVER_PRESETS)} or a pair (iterations, ls_iterations) of ints "
+            f"solver must be one of {names} or a pair (iterations, ls_iterations) of ints "
             f">= 1, got {solver!r}"
         )
     return int(pair[0]), int(pair[1])
 
 
-def cfrc_ext(data: mjx.Data) -> jax.Array:
-    """External contact forces per body ``[nbody, 6]``, filled by ``rne_postconstraint``.
+def field(data: mjx.Data | HostData, name: str) -> jax.Array:
+    """``MjData`` field ``name`` of either engine's physics state (``"qpos"``, ``"xpos"``, ``"cfrc_ext"``).
 
-    MJX 3.3+ keeps this JAX-backend field in ``data._impl`` and warns on ``data.cfrc_ext``;
-    the ``"mujoco"`` backend's :class:`HostData` has it as a plain field.
+    MJX 3.3+ keeps some JAX-engine fields (``cfrc_ext``, ``cinert``) in ``data._impl`` and
+    warns on ``data.cfrc_ext``; the C engine's :class:`HostData` holds the fields its env
+    declared in :attr:`MujocoEnv.data_fields`.
     """
+    if isinstance(data, HostData):
+        if name in ("qpos", "qvel"):
+            return getattr(data, name)
+        if name not in data.fields:
+            raise KeyError(f"MjData field {name!r} was not declared: add it to the env's data_fields")
+        return data.fields[name]
     impl = getattr(data, "_impl", None)
-    return impl.cfrc_ext if hasattr(impl, "cfrc_ext") else data.cfrc_ext
+    return getattr(impl, name) if hasattr(impl, name) else getattr(data, name)
+
+
+def change(before: mjx.Data | HostData, after: mjx.Data | HostData, name: str) -> jax.Array:
+    """``after.<name> - before.<name>``; on the C engine, the difference of the float64 values.
+
+    A float32 position 500 m from the origin moves in steps of 6e-5 m: differenced over
+    HalfCheetah's 0.05 s, that is 1e-3 m/s of reward noise Gymnasium does not have. The
+    C engine carries each differenced field's float64 residual (``HostData.residual``),
+    and the difference of residuals restores what float32 rounded away.
+    """
+    delta = field(after, name) - field(before, name)
+    if isinstance(after, HostData):
+        if name not in after.residual:
+            raise KeyError(f"{name!r} is differenced but not in the env's differenced_fields")
+        delta = delta + (after.residual[name] - before.residual[name])
+    return delta
+
+
+def control_cost(weight: float, action: jax.Array) -> jax.Array:
+    """``weight * sum(action ** 2)`` as Gymnasium prices it, saturating at float32's largest.
+
+    Gymnasium computes in float64, so a huge action costs a huge but finite amount
+    (-4e40 for 1e20 per joint on Ant); float32 would overflow to -inf.
+    """
+    largest = jnp.finfo(jnp.float32).max
+    cost = jnp.clip(weight * jnp.sum(jnp.square(action)), -largest, largest)
+    return jnp.where(weight == 0, 0.0, cost)  # 0 * inf is NaN
+
+
+def strictly_inside(x: jax.Array, interval: tuple[float, float]) -> jax.Array:
+    """Whether every number of ``x`` lies in the open interval, as Gymnasium's health checks ask."""
+    low, high = interval
+    return jnp.all((low < x) & (x < high))
+
+
+def rejection_sample(key: jax.Array, draw, accept) -> jax.Array:
+    """``draw(key)`` again with fresh keys until ``accept`` holds: a Python rejection loop in JAX."""
+
+    def again(carry):
+        key, _ = carry
+        key, sub = jax.random.split(key)
+        return key, draw(sub)
+
+    key, sub = jax.random.split(key)
+    _, sample = jax.lax.while_loop(lambda carry: ~accept(carry[1]), again, (key, draw(sub)))
+    return sample
 
 
 class MujocoEnv(Env[mjx.Model]):
-    """Base for MuJoCo envs: loads the model, steps ``frame_skip`` substeps, renders.
+    """Base for the MuJoCo tasks: loads the model, resets, steps ``frame_skip`` substeps, renders.
+
+    A task sets, as class attributes:
+
+    - ``data_fields``: the ``MjData`` fields it reads besides ``qpos``/``qvel`` (the C engine
+      returns those only, and runs ``mj_rnePostConstraint`` only if ``cfrc_ext`` is one);
+    - ``differenced_fields``: those of ``qpos`` and ``data_fields`` whose change over a step
+      enters the reward (read with :func:`change`);
+    - ``reset_noise``: the distributions (``"uniform"`` or ``"normal"``) of Gymnasium's
+      ``reset_model`` for qpos and qvel, scaled by the ``reset_noise_scale`` attribute;
+    - ``reset_info_keys``: the ``info`` keys Gymnasium's reset reports;
+
+    and implements :meth:`observation`, :meth:`outcome` and, if Gymnasium's reset reports
+    info, :meth:`reset_info`; tasks whose reset draws more than noise (a goal) override
+    :meth:`initial_state`.
 
     Args:
         xml_file: path, or a file name in Gymnasium's MuJoCo assets.
         frame_skip: physics substeps per env step (Gymnasium's ``frame_skip``).
-        solver: a preset name from :data:`SOLVER_PRESETS` or ``(iterations, ls_iterations)``;
-            by default ``"accurate"`` for MJX and ``"reference"`` (the model's own,
-            what Gymnasium runs) for MuJoCo C, whose cost barely depends on it.
-        camera: free-camera settings for rendering (``distance``, ``elevation``,
-            ``azimuth``, ``trackbodyid``), Gymnasium's ``default_camera_config``.
-        backend: ``"mjx"``, ``"mujoco"`` or ``"auto"`` (see the module docstring).
-        render: Gymnasium's ``MujocoEnv`` rendering options: ``camera_id`` or
-            ``camera_name`` (a camera of the model instead of the free camera),
-            ``max_geom`` (the scene's geom buffer) and ``visual_options``
-            (``{mujoco.mjtVisFlag: bool}``).
+        default_camera_config: free-camera settings for rendering (``distance``, ``elevation``,
+            ``azimuth``, ``lookat``, ``trackbodyid``), Gymnasium's option of that name.
+        engine: ``"mjx"``, ``"mujoco"`` or ``"auto"`` (see the module docstring).
+        solver: a preset name from :data:`SOLVER_PRESETS`, ``"model"`` (the XML's own
+            settings) or ``(iterations, ls_iterations)``; by default ``"accurate"`` for MJX
+            and ``"model"`` (what Gymnasium runs) for MuJoCo C.
+        camera_id, camera_name, max_geom, visual_options: Gymnasium's ``MujocoEnv``
+            rendering options (a camera of the model instead of the free camera, the
+            scene's geom buffer, ``{mujoco.mjtVisFlag: bool}``).
     """
 
     # MuJoCo C must be told which MjModel fields a randomized env changes.
     params_by_name = True
+    data_fields: tuple[str, ...] = ()
+    differenced_fields: tuple[str, ...] = ()
+    reset_noise: tuple[str, str] = ("uniform", "uniform")
+    reset_info_keys: tuple[str, ...] = ()
+    reset_noise_scale: float = 0.0
 
     def __init__(
         self,
         xml_file: str,
         frame_skip: int,
+        default_camera_config: dict[str, Any] | None = None,
+        engine: str = "auto",
         solver: str | tuple[int, int] | None = None,
-        camera: dict[str, Any] | None = None,
-        backend: str = "auto",
-        render: dict[str, Any] | None = None,
+        camera_id: int | None = None,
+        camera_name: str | None = None,
+        max_geom: int = 1000,
+        visual_options: dict[int, bool] | None = None,
     ):
+        name = type(self).__name__
         frame_skip = options.integer(self, "frame_skip", frame_skip)
         if not isinstance(xml_file, str):
-            raise ValueError(f"{type(self).__name__}: xml_file must be a file name or path, got {xml_file!r}")
-        self.backend = resolve_backend(backend)
+            raise ValueError(f"{name}: xml_file must be a file name or path, got {xml_file!r}")
+        if default_camera_config is not None and not isinstance(default_camera_config, dict):
+            raise ValueError(f"{name}: default_camera_config must be a dict, got {default_camera_config!r}")
+        self.engine = resolve_engine(engine)
         self.xml_path = gymnasium_asset(xml_file)
-        self.mj_model = mujoco.MjModel.from_xml_path(self.xml_path)
+        route_mujoco_warnings()
+        with warnings.catch_warnings():
+            # Gymnasium's humanoidstandup.xml uses it; nothing a user of the env can or need change.
+            warnings.filterwarnings("ignore", message=".*'settotalmass' is deprecated", category=MuJoCoWarning)
+            self.mj_model = mujoco.MjModel.from_xml_path(self.xml_path)
         if solver is None:
-            solver = "accurate" if self.backend == "mjx" else "reference"
+            solver = "accurate" if self.engine == "mjx" else MODEL_SOLVER
         self.solver = solver
         try:
-            self.mj_model.opt.iterations, self.mj_model.opt.ls_iterations = solver_iterations(solver)
+            iterations = solver_iterations(solver)
         except ValueError as e:
-            raise ValueError(f"{type(self).__name__}: {e}") from None
+            raise ValueError(f"{name}: {e}") from None
+        if iterations is not None:
+            self.mj_model.opt.iterations, self.mj_model.opt.ls_iterations = iterations
         self.frame_skip = frame_skip
-        self.camera = dict(camera or {})
-        self._render_options(**(render or {}))
-        self._model = mjx.put_model(self.mj_model)
-        self._host = CallbackEngine(self.mj_model, frame_skip) if self.backend == "mujoco" else None
+        self.camera = dict(default_camera_config or {})
+        self._render_options(camera_id, camera_name, max_geom, visual_options)
+        mjx_model = self._mjx_model()
+        self._model = mjx.put_model(mjx_model)
+        self._host = (
+            CallbackEngine(self.mj_model, frame_skip, self.data_fields, self.differenced_fields)
+            if self.engine == "mujoco"
+            else None
+        )
+        self._post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.data_fields))
         # A zeroed Data, like MuJoCo's mj_resetData; reset writes qpos/qvel into it.
-        self._blank_data = mjx.make_data(self.mj_model) if self.backend == "mjx" else None
+        self._blank_data = mjx.make_data(mjx_model) if self.engine == "mjx" else None
+        # Gymnasium's init_qpos/init_qvel: a fresh MjData's, the model's qpos0 and zeros.
         self.init_qpos = jnp.asarray(self.mj_model.qpos0, jnp.float32)
         self.init_qvel = jnp.zeros(self.mj_model.nv, jnp.float32)
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self._render_data: mujoco.MjData | None = None
+        self._step_info: dict[str, jax.ShapeDtypeStruct] | None = None
         low, high = self.mj_model.actuator_ctrlrange.T.astype(np.float32)
         self.action_space = gymnasium.spaces.Box(low, high, dtype=np.float32)
         self.metadata = {"render_modes": ["rgb_array"], "render_fps": int(np.round(1.0 / self.dt))}
+
+    def _mjx_model(self) -> mujoco.MjModel:
+        """The model MJX runs: the XML's, with a solver MJX lacks replaced (:data:`MJX_SOLVER_FOR`).
+
+        A copy: the C engine and rendering keep the XML's own settings. On the C engine the
+        ``mjx.Model`` is only the params pytree randomization reads and writes by name.
+        """
+        if self.mj_model.opt.solver not in MJX_SOLVER_FOR:
+            return self.mj_model
+        model = copy.copy(self.mj_model)  # MjModel's copy is a deep one
+        model.opt.solver = MJX_SOLVER_FOR[self.mj_model.opt.solver]
+        return model
+
+    def observation_box(self, size: int) -> gymnasium.spaces.Box:
+        """Gymnasium's unbounded observation space of ``size`` numbers, in float32."""
+        return gymnasium.spaces.Box(-np.inf, np.inf, (size,), np.float32)
 
     @property
     def default_params(self) -> mjx.Model:
@@ -172,6 +299,90 @@ class MujocoEnv(Env[mjx.Model]):
     @property
     def dt(self) -> float:
         return float(self.mj_model.opt.timestep) * self.frame_skip
+
+    # -- What a task implements
+
+    def observation(self, data: mjx.Data | HostData) -> jax.Array:
+        """Gymnasium's ``_get_obs`` (cast to float32 by the caller)."""
+        raise NotImplementedError
+
+    def outcome(self, before, after, action) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
+        """``(reward, terminated, info)`` of the step from physics state ``before`` to ``after``."""
+        raise NotImplementedError
+
+    def reset_info(self, data: mjx.Data | HostData) -> dict[str, jax.Array]:
+        """Gymnasium's ``_get_reset_info``: the keys of :attr:`reset_info_keys`."""
+        return {}
+
+    def initial_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``(qpos, qvel)`` of a reset: Gymnasium's ``reset_model`` draw around init_qpos/init_qvel."""
+        key_pos, key_vel = jax.random.split(key)
+        qpos = self.init_qpos + self._noise(key_pos, self.reset_noise[0], self.mj_model.nq)
+        qvel = self.init_qvel + self._noise(key_vel, self.reset_noise[1], self.mj_model.nv)
+        return qpos, qvel
+
+    def _noise(self, key: jax.Array, kind: str, size: int) -> jax.Array:
+        scale = self.reset_noise_scale
+        if kind == "normal":
+            return scale * jax.random.normal(key, (size,), jnp.float32)
+        return jax.random.uniform(key, (size,), jnp.float32, -scale, scale)
+
+    # -- The same for every task
+
+    def reset(self, key: jax.Array, params: mjx.Model | None = None) -> State:
+        qpos, qvel = self.initial_state(key)
+        return self.reset_to(qpos, qvel, params)
+
+    def reset_to(self, qpos: jax.Array, qvel: jax.Array, params: mjx.Model | None = None) -> State:
+        """A fresh state at ``(qpos, qvel)``, like Gymnasium's ``set_state`` after a reset.
+
+        ``info`` has every key a step reports: the reset's own, and zeros of the right shape
+        for the step-only ones, so that a State has one pytree structure (auto-reset selects
+        between a stepped and a reset state).
+        """
+        data = self.physics_init(params, qpos, qvel)
+        reported = self.reset_info(data)
+        if set(reported) != set(self.reset_info_keys):
+            raise ValueError(
+                f"{type(self).__name__}.reset_info gives {sorted(reported)}, but reset_info_keys "
+                f"says {sorted(self.reset_info_keys)}"
+            )
+        step_info = self._step_info_shapes(data)
+        missing = sorted(set(reported) - set(step_info))
+        if missing:
+            raise ValueError(f"{type(self).__name__}: reset info keys {missing} are not reported by step")
+        info = {
+            k: jnp.asarray(reported[k], jnp.float32) if k in reported else jnp.zeros(s.shape, jnp.float32)
+            for k, s in step_info.items()
+        }
+        return State(
+            env_state=data,
+            obs=jnp.asarray(self.observation(data), jnp.float32),
+            reward=jnp.float32(0.0),
+            terminated=jnp.bool_(False),
+            truncated=jnp.bool_(False),
+            info=info,
+        )
+
+    def step(self, state: State, action: jax.Array, params: mjx.Model | None = None) -> State:
+        data = self.physics_step(params, state.env_state, action)
+        reward, terminated, info = self.outcome(state.env_state, data, action)
+        return state.replace(
+            env_state=data,
+            obs=jnp.asarray(self.observation(data), jnp.float32),
+            reward=jnp.asarray(reward, jnp.float32),
+            terminated=jnp.asarray(terminated, jnp.bool_),
+            truncated=jnp.bool_(False),
+            info={k: jnp.asarray(v, jnp.float32) for k, v in info.items()},
+        )
+
+    def _step_info_shapes(self, data) -> dict[str, jax.ShapeDtypeStruct]:
+        """The shapes of :meth:`outcome`'s info, traced once without running anything."""
+        if self._step_info is None:
+            abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), data)
+            action = jax.ShapeDtypeStruct((self.mj_model.nu,), jnp.float32)
+            self._step_info = jax.eval_shape(lambda d, a: self.outcome(d, d, a)[2], abstract, action)
+        return self._step_info
 
     def physics_init(self, params, qpos: jax.Array, qvel: jax.Array) -> mjx.Data | HostData:
         """Gymnasium's ``set_state``: write qpos/qvel into a reset Data, then forward.
@@ -184,10 +395,8 @@ class MujocoEnv(Env[mjx.Model]):
         return mjx.forward(self.resolve_params(params), data)
 
     def physics_step(self, params, data: mjx.Data | HostData, ctrl: jax.Array) -> mjx.Data | HostData:
-        """Gymnasium's ``do_simulation``: ``frame_skip`` steps, then ``rnePostConstraint``.
-
-        The last call fills ``cfrc_ext``, which ``mj_step`` leaves stale.
-        """
+        """Gymnasium's ``do_simulation``: ``frame_skip`` steps, then ``rnePostConstraint``
+        (which fills ``cfrc_ext``, left stale by ``mj_step``) if the task reads what it fills."""
         if self._host is not None:
             return self._host.step(data, ctrl, self._host_fields(params))
         model = self.resolve_params(params)
@@ -197,7 +406,7 @@ class MujocoEnv(Env[mjx.Model]):
             return mjx.step(model, data), None
 
         data, _ = jax.lax.scan(substep, data, None, length=self.frame_skip)
-        return mjx.rne_postconstraint(model, data)
+        return mjx.rne_postconstraint(model, data) if self._post_constraint else data
 
     def _host_fields(self, params) -> dict[str, jax.Array]:
         """The fields MuJoCo C must take per env: named, never guessed from a whole model.
@@ -210,16 +419,12 @@ class MujocoEnv(Env[mjx.Model]):
             return {}
         if not isinstance(params, dict):
             raise ValueError(
-                'backend="mujoco" takes changed physics as a dict {field name: value}, e.g. '
+                'engine="mujoco" takes changed physics as a dict {field name: value}, e.g. '
                 '{"body_mass": masses} (what DomainRandomization passes), not a whole '
                 f"{type(params).__name__}; field names are those of gymjax.core.field_names(env.default_params)"
             )
         self._host.check_fields(params)
         return params
-
-    def reset_to(self, qpos: jax.Array, qvel: jax.Array, params: mjx.Model | None = None) -> State:
-        """A fresh state at ``(qpos, qvel)``, like Gymnasium's ``set_state``."""
-        raise NotImplementedError
 
     # Rendering runs MuJoCo's C renderer on the host, one state at a time.
 
@@ -245,13 +450,7 @@ class MujocoEnv(Env[mjx.Model]):
         mujoco.mj_forward(self.mj_model, data)
         return data
 
-    def _render_options(
-        self,
-        camera_id: int | None = None,
-        camera_name: str | None = None,
-        max_geom: int = 1000,
-        visual_options: dict[int, bool] | None = None,
-    ) -> None:
+    def _render_options(self, camera_id, camera_name, max_geom, visual_options) -> None:
         name = type(self).__name__
         if camera_id is not None and camera_name is not None:
             raise ValueError(f"{name}: camera_id and camera_name cannot be given together")
@@ -288,7 +487,7 @@ class MujocoEnv(Env[mjx.Model]):
             return self.camera_id
         cam = mujoco.MjvCamera()
         mujoco.mjv_defaultFreeCamera(self.mj_model, cam)
-        if "trackbodyid" in self.camera:
+        if self.camera.get("trackbodyid", -1) >= 0:  # -1 is Gymnasium's "no body" (Pusher's camera)
             cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
             cam.trackbodyid = self.camera["trackbodyid"]
         for name in ("distance", "elevation", "azimuth"):
@@ -306,7 +505,7 @@ class MujocoEnv(Env[mjx.Model]):
         self._renderers.clear()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(solver={self.solver!r}, backend={self.backend!r})"
+        return f"{type(self).__name__}(solver={self.solver!r}, engine={self.engine!r})"
 
     def __getstate__(self):
         # Renderers hold GL contexts, and MjvOption is a C struct: neither pickles nor deep-copies.

@@ -8,10 +8,12 @@ it steps). Everything around the callback (observation, reward, auto-reset,
 the PPO epoch's ``lax.scan``) still compiles.
 
 Why not ``mujoco.rollout``: it returns state vectors and sensors only, while
-Ant-v5 reads ``cfrc_ext`` (filled by ``mj_rnePostConstraint`` after the last
-substep) and the torso ``xpos`` that ``mj_step`` leaves behind (those of the
-last RK4 stage). Matching them needs the ``MjData`` right after the step, so
-the threads here run Gymnasium's own ``do_simulation`` sequence per env.
+Gymnasium's tasks read ``MjData`` fields as the step leaves them: Ant-v5 the
+torso ``xpos`` of the last substep's forward pass and ``cfrc_ext`` (filled by
+``mj_rnePostConstraint``), Humanoid-v5 ``cinert``, ``cvel``, ``qfrc_actuator``.
+Matching them needs the ``MjData`` right after the step, so the threads here run
+Gymnasium's own ``do_simulation`` sequence per env and copy out the fields the
+env declared (:func:`layout`), nothing more.
 """
 
 from __future__ import annotations
@@ -37,34 +39,48 @@ from flax import struct
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS | mujoco.mjtState.mjSTATE_WARMSTART
 
 
+# Fields mj_kinematics computes: a reset that needs no more can skip the rest of mj_forward.
+KINEMATIC_FIELDS = frozenset(
+    {"xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos", "geom_xmat", "site_xpos", "site_xmat"}
+)
+# Fields only mj_rnePostConstraint fills: zero after a reset (mj_resetData clears them and
+# mj_forward does not call it without acceleration sensors), computed after a step only if read.
+POST_CONSTRAINT_FIELDS = frozenset({"cacc", "cfrc_int", "cfrc_ext"})
+
+
 @struct.dataclass
 class HostData:
-    """Physics state of the ``"mujoco"`` backend, read like an ``mjx.Data``.
+    """Physics state of the ``"mujoco"`` engine; :func:`gymjax.envs.mujoco.base.field` reads it
+    like an ``mjx.Data``.
 
     Attributes:
         state: uint32 ``[2 * nstate]``, the float64 bits of ``mj_getState(STATE_SPEC)``.
             JAX keeps float32 by default; carrying the bits keeps the C
             trajectory exactly MuJoCo's, step after step.
         qpos: float32 ``[nq]``; qvel: float32 ``[nv]``.
-        xpos: float32 ``[nbody, 3]``, as ``mj_step`` leaves it (last substep's
-            last RK4 stage), which Ant-v5 differences for its velocity.
-        cfrc_ext: float32 ``[nbody, 6]``, from ``mj_rnePostConstraint`` after the step.
+        fields: float32, the ``MjData`` fields the env declared (``MujocoEnv.data_fields``),
+            as the step leaves them (``xpos`` of the last substep's forward pass, as Ant-v5
+            differences it).
+        residual: for each field the env differences (``MujocoEnv.differenced_fields``), the
+            float64 value less its float32 rounding, in float32: ``field + residual`` holds the
+            float64 number to about 1e-15 relative, so a change of position 500 m from the
+            origin keeps the precision it has in Gymnasium.
     """
 
     state: jax.Array
     qpos: jax.Array
     qvel: jax.Array
-    xpos: jax.Array
-    cfrc_ext: jax.Array
+    fields: dict[str, jax.Array]
+    residual: dict[str, jax.Array]
 
 
 class NotDifferentiableError(TypeError):
-    """Raised when a gradient is taken through the ``"mujoco"`` backend."""
+    """Raised when a gradient is taken through the ``"mujoco"`` engine."""
 
 
 NOT_DIFFERENTIABLE = (
-    'the "mujoco" backend is not differentiable: MuJoCo C steps outside JAX. '
-    'Use backend="mjx" to take gradients through reset/step.'
+    'the "mujoco" engine is not differentiable: MuJoCo C steps outside JAX. '
+    'Use engine="mjx" to take gradients through reset/step.'
 )
 
 
@@ -92,17 +108,27 @@ def _write_field(model: mujoco.MjModel, name: str, value: np.ndarray) -> None:
         setattr(owner, field, type(target)(np.ravel(value)[0]))
 
 
-def layout(mj_model: mujoco.MjModel) -> dict[str, tuple[int, int, tuple[int, ...]]]:
-    """Where each :class:`HostData` field lives in a row of the host's output buffer:
-    ``name -> (start, stop, shape)`` in 32-bit words (the float64 state takes two a number)."""
+def layout(
+    mj_model: mujoco.MjModel, fields: tuple[str, ...] = (), residuals: tuple[str, ...] = ()
+) -> dict[str, tuple[int, int, tuple[int, ...]]]:
+    """Where each :class:`HostData` part lives in a row of the host's output buffer:
+    ``name -> (start, stop, shape)`` in 32-bit words (the float64 state takes two a number).
+
+    ``fields``: ``MjData`` array fields besides qpos/qvel; ``residuals``: those of ``qpos`` and
+    ``fields`` whose float64 residual travels too, as ``"residual.<name>"``.
+    """
     m = mj_model
-    parts = {
-        "state": (2 * mujoco.mj_stateSize(m, STATE_SPEC),),
-        "qpos": (m.nq,),
-        "qvel": (m.nv,),
-        "xpos": (m.nbody, 3),
-        "cfrc_ext": (m.nbody, 6),
-    }
+    blank = mujoco.MjData(m)
+    parts: dict[str, tuple[int, ...]] = {"state": (2 * mujoco.mj_stateSize(m, STATE_SPEC),), "qpos": (m.nq,), "qvel": (m.nv,)}
+    for name in fields:
+        value = getattr(blank, name, None)
+        if name in parts or not isinstance(value, np.ndarray) or value.dtype != np.float64:
+            raise ValueError(f"{name!r} is not a float array field of mujoco.MjData besides qpos and qvel")
+        parts[name] = value.shape
+    for name in residuals:
+        if name not in parts or name in ("state", "qvel"):
+            raise ValueError(f"residual of {name!r}: expected 'qpos' or one of the declared fields {list(fields)}")
+        parts[f"residual.{name}"] = parts[name]
     out, start = {}, 0
     for name, shape in parts.items():
         size = int(np.prod(shape))
@@ -119,16 +145,16 @@ def _state_offset(model: mujoco.MjModel, component: int) -> int:
 
 
 class _Worker:
-    """One thread's ``MjData`` and cached views of the arrays read after a step.
+    """One thread's ``MjData`` and cached views of the fields read after a step.
 
-    ``data.xpos`` builds a new NumPy view at every access; 256 envs x 4 arrays of
+    ``data.xpos`` builds a new NumPy view at every access; 256 envs x a few arrays of
     those cost more than the copies themselves.
     """
 
-    def __init__(self, model: mujoco.MjModel):
+    def __init__(self, model: mujoco.MjModel, fields: tuple[str, ...]):
         self.data = mujoco.MjData(model)
         self.ctrl = self.data.ctrl
-        self.xpos, self.cfrc_ext = self.data.xpos, self.data.cfrc_ext
+        self.views = {name: getattr(self.data, name) for name in fields}
 
 
 class HostPhysics:
@@ -138,6 +164,8 @@ class HostPhysics:
         mj_model: the model, solver settings included.
         frame_skip: ``mj_step`` substeps per env step.
         nthread: threads (the caller's included); default: all CPUs.
+        fields: the ``MjData`` fields returned besides the state, qpos and qvel.
+        residuals: those of ``qpos`` and ``fields`` whose float64 residual is returned too.
 
     Randomized model fields arrive as ``{name: [N, ...]}`` and are written into
     per-env ``MjModel`` copies; only the fields of an ``mjx.Model`` that
@@ -149,19 +177,32 @@ class HostPhysics:
     slower half.
     """
 
-    def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
+    def __init__(
+        self,
+        mj_model: mujoco.MjModel,
+        frame_skip: int,
+        nthread: int | None = None,
+        fields: tuple[str, ...] = (),
+        residuals: tuple[str, ...] = (),
+    ):
         route_mujoco_warnings()
         self.mj_model = mj_model
         self.frame_skip = frame_skip
         self.nthread = max(1, nthread or os.cpu_count() or 1)
+        self.fields, self.residuals = tuple(fields), tuple(residuals)
         self.nstate = mujoco.mj_stateSize(mj_model, STATE_SPEC)
-        self.layout = layout(mj_model)
-        self.words = self.layout["cfrc_ext"][1]
+        self.layout = layout(mj_model, self.fields, self.residuals)
+        self.words = max(stop for _, stop, _ in self.layout.values())
+        # Gymnasium's do_simulation always calls mj_rnePostConstraint; it changes no state, only
+        # the fields it fills, so it runs only when one of them is read.
+        self._post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.fields))
+        # A reset may skip mj_forward's dynamics when nothing read depends on them (see init).
+        self._kinematics_resets = set(self.fields) <= KINEMATIC_FIELDS | POST_CONSTRAINT_FIELDS
         qpos = _state_offset(mj_model, mujoco.mjtState.mjSTATE_QPOS)
         qvel = _state_offset(mj_model, mujoco.mjtState.mjSTATE_QVEL)
         self._qpos_at, self._qvel_at = slice(qpos, qpos + mj_model.nq), slice(qvel, qvel + mj_model.nv)
         self._lock = threading.Lock()  # the MjData are shared by concurrent callbacks
-        self._workers = [_Worker(mj_model) for _ in range(self.nthread)]
+        self._workers = [_Worker(mj_model, self.fields) for _ in range(self.nthread)]
         # A reset's state vector before qpos/qvel are written: mj_resetData's.
         blank = self._workers[0].data
         mujoco.mj_resetData(mj_model, blank)
@@ -178,9 +219,9 @@ class HostPhysics:
     def check_randomizable(self, name: str, shape: tuple[int, ...]) -> None:
         if _field_size(self.mj_model, name) != int(np.prod(shape)):
             raise NotImplementedError(
-                f'the "mujoco" backend cannot randomize {name!r}: MjModel has no field of that '
+                f'the "mujoco" engine cannot randomize {name!r}: MjModel has no field of that '
                 'name and size (randomize MjModel fields such as body_mass, geom_friction, '
-                'dof_damping, actuator_gainprm, opt.gravity, or use backend="mjx")'
+                'dof_damping, actuator_gainprm, opt.gravity, or use engine="mjx")'
             )
 
     # One call over the whole batch: arrays are [N, ...].
@@ -188,19 +229,19 @@ class HostPhysics:
     def init(self, qpos: np.ndarray, qvel: np.ndarray, fields: dict[str, np.ndarray]):
         """Gymnasium's reset + ``set_state``: reset the data, write qpos/qvel, forward.
 
-        What a reset hands on is the state vector, qpos/qvel, ``xpos`` and ``cfrc_ext``.
         ``mj_forward`` changes none of the state (MuJoCo saves the warm start only
-        when it integrates), its ``xpos`` is ``mj_kinematics``' and, without
-        sensors, it leaves ``cfrc_ext`` zero; so models without sensors or plugins
-        (nor randomized mocap bodies) get the state written in NumPy and ``mj_kinematics`` alone. Auto-reset resets
-        a whole batch each time one of its envs ends (most steps at 256 Ants), so
-        this is on the hot path (benchmarks/vector_ceiling.py profiles it).
+        when it integrates), and without sensors it leaves the post-constraint fields
+        (``cfrc_ext``) zero; so when every field read is a kinematic one, and the model has
+        no sensors or plugins (nor randomized mocap bodies), the state is written in
+        NumPy and ``mj_kinematics`` alone runs. Auto-reset resets a whole batch each time
+        one of its envs ends (most steps at 256 Ants), so this is on the hot path
+        (benchmarks/vector_ceiling.py profiles it).
         """
         n = len(qpos)
         m = self.mj_model
         # mj_resetData puts mocap bodies where the (maybe randomized) model says: that case,
         # like sensors and plugins, keeps the full sequence.
-        if m.nsensor or m.nplugin or (m.nmocap and fields):
+        if not self._kinematics_resets or m.nsensor or m.nplugin or (m.nmocap and fields):
 
             def one(model, worker, i):
                 data = worker.data
@@ -224,45 +265,52 @@ class HostPhysics:
     def step(self, state: np.ndarray, ctrl: np.ndarray, fields: dict[str, np.ndarray]):
         """Gymnasium's ``do_simulation``: ``frame_skip`` ``mj_step`` s, then ``rnePostConstraint``."""
         full = np.ascontiguousarray(state).view(np.float64)
-        frame_skip = self.frame_skip
+        frame_skip, post_constraint = self.frame_skip, self._post_constraint
 
         def one(model, worker, i):
             data = worker.data
             mujoco.mj_setState(model, data, full[i], STATE_SPEC)
             worker.ctrl[:] = ctrl[i]
             mujoco.mj_step(model, data, nstep=frame_skip)
-            mujoco.mj_rnePostConstraint(model, data)
+            if post_constraint:
+                mujoco.mj_rnePostConstraint(model, data)
 
         return self._run(len(ctrl), fields, one)
 
     def _run(self, n, fields, one, state: np.ndarray | None = None, nthread: int | None = None) -> np.ndarray:
-        """Runs ``one`` for every env; returns one uint32 ``[n, words]`` buffer (see :meth:`layout`).
+        """Runs ``one`` for every env; returns one uint32 ``[n, words]`` buffer (see :func:`layout`).
 
-        One buffer, not five arrays: each array a ``pure_callback`` returns has a fixed
-        cost in JAX of its own, more than stepping one Ant's physics. ``state``: the
-        state vectors ``[n, nstate]`` of a reset that ``one`` only runs the kinematics
-        of (``cfrc_ext`` is then zero, as ``mj_resetData`` leaves it). qpos and qvel
-        are read from the state vectors afterwards, in one NumPy operation for the
+        One buffer, not an array per field: each array a ``pure_callback`` returns has a
+        fixed cost in JAX of its own, more than stepping one Ant's physics. ``state``: the
+        state vectors ``[n, nstate]`` of a reset that ``one`` only runs the kinematics of
+        (the post-constraint fields are then zero, as ``mj_resetData`` leaves them). qpos
+        and qvel are read from the state vectors afterwards, in one NumPy operation for the
         batch (the same float64 numbers as ``data.qpos``).
         """
-        m, where = self.mj_model, self.layout
         words = np.empty((n, self.words), np.uint32)
         floats = words.view(np.float32)
-        xpos = floats[:, slice(*where["xpos"][:2])].reshape(n, *where["xpos"][2])
-        cfrc = floats[:, slice(*where["cfrc_ext"][:2])].reshape(n, *where["cfrc_ext"][2])
-        full = words[:, slice(*where["state"][:2])].view(np.float64)
+        views = {name: floats[:, a:b].reshape(n, *shape) for name, (a, b, shape) in self.layout.items()}
+        full = words[:, slice(*self.layout["state"][:2])].view(np.float64)
+        read = self.fields
         if state is not None:
-            full[:], cfrc[:] = state, 0.0
+            full[:] = state
+            read = tuple(name for name in self.fields if name not in POST_CONSTRAINT_FIELDS)
+            for name in set(self.fields) - set(read):
+                views[name][:] = 0.0
+        copies = [(views[name], name) for name in read]
+        residuals = [(views[f"residual.{name}"], views[name], name) for name in self.residuals if name != "qpos"]
         next_env = itertools.count()  # next() on it is atomic under the GIL
 
         def work(worker):
             while (i := next(next_env)) < n:
-                model = models[i] if models else m
+                model = models[i] if models else self.mj_model
                 one(model, worker, i)
-                xpos[i] = worker.xpos
                 if state is None:
                     mujoco.mj_getState(model, worker.data, full[i], STATE_SPEC)
-                    cfrc[i] = worker.cfrc_ext
+                for out, name in copies:
+                    out[i] = worker.views[name]
+                for residual, out, name in residuals:
+                    residual[i] = worker.views[name] - out[i]
 
         with self._lock:
             models = self._randomized_models(n, fields)
@@ -271,17 +319,16 @@ class HostPhysics:
             work(self._workers[0])
             for future in futures:
                 future.result()
-        floats[:, slice(*where["qpos"][:2])] = full[:, self._qpos_at]
-        floats[:, slice(*where["qvel"][:2])] = full[:, self._qvel_at]
+        views["qpos"][:] = full[:, self._qpos_at]
+        views["qvel"][:] = full[:, self._qvel_at]
+        if "qpos" in self.residuals:
+            views["residual.qpos"][:] = full[:, self._qpos_at] - views["qpos"]
         return words
 
     def split(self, words: np.ndarray) -> HostData:
-        """:meth:`init`'s and :meth:`step`'s buffer as NumPy views, field by field (for tests and tools)."""
-        parts = {}
-        for name, (start, stop, shape) in self.layout.items():
-            part = words[:, start:stop]
-            parts[name] = (part if name == "state" else part.view(np.float32)).reshape(len(words), *shape)
-        return HostData(**parts)
+        """:meth:`init`'s and :meth:`step`'s buffer as NumPy views, part by part (for tests and tools)."""
+        return _assemble(self.layout, words, lambda part, shape: part.reshape(len(words), *shape),
+                         lambda part: part.view(np.float32))
 
     def _randomized_models(self, n: int, fields: dict[str, np.ndarray]) -> list[mujoco.MjModel]:
         # Fields an earlier call randomized and this one does not go back to nominal
@@ -304,6 +351,21 @@ class HostPhysics:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+
+def _assemble(where, words, reshape, as_float) -> HostData:
+    """A :class:`HostData` of the buffer's parts (NumPy or JAX: ``reshape`` and ``as_float`` say how)."""
+    parts, fields, residual = {}, {}, {}
+    for name, (start, stop, shape) in where.items():
+        part = words[..., start:stop]
+        part = reshape(part if name == "state" else as_float(part), shape)
+        if name in ("state", "qpos", "qvel"):
+            parts[name] = part
+        elif name.startswith("residual."):
+            residual[name.removeprefix("residual.")] = part
+        else:
+            fields[name] = part
+    return HostData(**parts, fields=fields, residual=residual)
 
 
 def _batched_callback(host_fn, words: int, *args) -> jax.Array:
@@ -370,18 +432,26 @@ def route_mujoco_warnings() -> None:
 class CallbackEngine:
     """The JAX side of :class:`HostPhysics` for one env: builds and reads :class:`HostData`."""
 
-    def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, nthread: int | None = None):
+    def __init__(
+        self,
+        mj_model: mujoco.MjModel,
+        frame_skip: int,
+        fields: tuple[str, ...] = (),
+        residuals: tuple[str, ...] = (),
+        nthread: int | None = None,
+    ):
         self.mj_model = mj_model
         self.frame_skip = frame_skip
+        self.fields, self.residuals = tuple(fields), tuple(residuals)
         self.nthread = nthread
         self._physics: HostPhysics | None = None  # started on first use, never pickled
-        self.layout = layout(mj_model)
-        self.words = self.layout["cfrc_ext"][1]
+        self.layout = layout(mj_model, self.fields, self.residuals)
+        self.words = max(stop for _, stop, _ in self.layout.values())
 
     @property
     def physics(self) -> HostPhysics:
         if self._physics is None:
-            self._physics = HostPhysics(self.mj_model, self.frame_skip, self.nthread)
+            self._physics = HostPhysics(self.mj_model, self.frame_skip, self.nthread, self.fields, self.residuals)
         return self._physics
 
     def init(self, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
@@ -415,17 +485,10 @@ class CallbackEngine:
             packed = jnp.concatenate([_as_words(first), _as_words(second)], axis=-1)
             return _batched_callback(host, self.words, packed, *values)
 
-        return self._unpack(_no_gradient(call)(first, second, *fields.values()))
-
-    def _unpack(self, words: jax.Array) -> HostData:
-        """:class:`HostData` from :meth:`HostPhysics._run`'s buffer (slices and bit casts, in JAX)."""
-        parts = {}
-        for name, (start, stop, shape) in self.layout.items():
-            part = words[..., start:stop]
-            if name != "state":
-                part = jax.lax.bitcast_convert_type(part, jnp.float32)
-            parts[name] = part.reshape(*words.shape[:-1], *shape)
-        return HostData(**parts)
+        words = _no_gradient(call)(first, second, *fields.values())
+        # Slices and bit casts, in JAX.
+        return _assemble(self.layout, words, lambda part, shape: part.reshape(*words.shape[:-1], *shape),
+                         lambda part: jax.lax.bitcast_convert_type(part, jnp.float32))
 
     def _fields(self, n: int, names: tuple[str, ...], values) -> dict[str, np.ndarray]:
         return {name: np.array(v).reshape(n, -1) for name, v in zip(names, values)}

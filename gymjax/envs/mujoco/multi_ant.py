@@ -39,7 +39,7 @@ from mujoco import mjx
 from gymjax.core import Env, State, check_agents
 from gymjax.envs import spec
 from gymjax.envs.mujoco.ant import Ant
-from gymjax.envs.mujoco.base import cfrc_ext
+from gymjax.envs.mujoco.base import field
 
 # A multi-agent state is a plain State whose ``obs`` is a dict ``agent -> [obs_dim]``:
 # being the same pytree class, it passes through EpisodeWrapper, VmapWrapper and
@@ -142,7 +142,7 @@ class MultiAnt(Env[mjx.Model]):
             pairs) or ``"4x2"`` (one leg each).
         agent_obsk: how many hops of neighbouring joints each agent observes.
         **ant_kwargs: :class:`~gymjax.envs.mujoco.Ant`'s options (``solver``,
-            ``backend``, ``ctrl_cost_weight``, ...).
+            ``engine``, ``ctrl_cost_weight``, ...).
 
     ``reset(key) -> State`` and ``step(state, actions)`` where ``actions`` is
     a dict ``agent -> [n_actions(agent)]``; ``state.obs`` is a dict ``agent ->
@@ -237,7 +237,7 @@ class MultiAnt(Env[mjx.Model]):
 
     def _with_local_obs(self, state: State) -> State:
         data = state.env_state
-        return state.replace(obs=self.local_observations(data.qpos, data.qvel, cfrc_ext(data)))
+        return state.replace(obs=self.local_observations(data.qpos, data.qvel, field(data, "cfrc_ext")))
 
     def global_action(self, actions: dict[str, jax.Array]) -> jax.Array:
         """The ``[nu]`` control of the single-agent Ant from a dict of agents' actions.
@@ -267,7 +267,7 @@ class MultiAnt(Env[mjx.Model]):
 
     def global_state(self, state: State) -> jax.Array:
         """The single-agent Ant's observation ``[105]`` (MaMuJoCo's ``state()``)."""
-        return self.ant._obs(state.env_state)  # the composed Ant's own observation code
+        return self.ant.observation(state.env_state)  # the composed Ant's own observation code
 
     def render(self, state, **kwargs):
         return self.ant.render(state, **kwargs)
