@@ -83,11 +83,24 @@ def make_multi(env_id: str, **kwargs: Any) -> Env:
 
 
 def options_of(factory: Callable[..., Env]) -> list[str] | None:
-    """The keyword options ``factory`` takes; None when it takes any (``**kwargs``)."""
-    parameters = inspect.signature(factory).parameters.values()
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return None
-    return [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    """The keyword options ``factory`` takes; None when it takes any.
+
+    A class's ``**kwargs`` are taken to go on to the next ``__init__`` of its MRO (a task's
+    ``super().__init__(..., **kwargs)``), whose options count too; ``**kwargs`` that reach
+    ``object`` (or a plain function's) accept anything.
+    """
+    if inspect.isclass(factory):
+        inits = [vars(cls)["__init__"] for cls in inspect.getmro(factory) if "__init__" in vars(cls)]
+    else:
+        inits = [factory]
+    names: list[str] = []
+    for init in inits:
+        parameters = list(inspect.signature(init).parameters.values())
+        keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        names += [p.name for p in parameters if p.kind in keywords and p.name != "self" and p.name not in names]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return names
+    return None
 
 
 def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> Env:

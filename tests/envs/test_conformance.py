@@ -1,0 +1,255 @@
+"""Every registered id against its Gymnasium reference: a new id is tested by being registered.
+
+For each single-agent id of ``gymjax.envs.registered_ids()``: Gymnasium's ``check_env``; the
+spaces, time limit, constructor options and info keys of the reference; one step from the
+reference's own states (MuJoCo C: Gymnasium's physics, so float32 rounding apart); the vector
+env in lockstep with ``SyncVectorEnv`` in both autoreset modes; pickling; a rendered frame; an
+unknown option named. MuJoCo envs run on the C engine here (the CPU default); MJX's deviation
+from it is bounded in ``test_mjx_parity.py``.
+"""
+
+import inspect
+import pickle
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from gymnasium.vector import AutoresetMode
+
+import gymjax
+from gymjax import envs
+from gymjax.envs.mujoco import MujocoEnv
+
+IDS = envs.registered_ids()
+# What Gymnasium's MujocoEnv takes for every task, and its classic-control envs' render_mode: the
+# adapter (size, mode) or MujocoEnv (camera) answers them, not the task's own signature.
+RENDER_OPTIONS = {"render_mode", "width", "height", "camera_id", "camera_name", "max_geom", "visual_options"}
+TOLERANCE = 1e-5  # float32 observations of float64 physics
+
+
+def reference_id(env_id):
+    ref = envs.spec(env_id).reference_id
+    assert ref is not None, f"{env_id} names no Gymnasium reference"
+    return ref
+
+
+@pytest.fixture(scope="module", params=IDS)
+def pair(request):
+    """``(id, our env, Gymnasium's env)``, unwrapped, shared by this module's tests for one id."""
+    ours = gymnasium.make(request.param)
+    ref = gymnasium.make(reference_id(request.param))
+    yield request.param, ours.unwrapped, ref.unwrapped
+    ours.close()
+    ref.close()
+
+
+def _mujoco(env):
+    return isinstance(env.jax_env, MujocoEnv)
+
+
+def test_passes_gymnasiums_check_env(pair):
+    _, ours, _ = pair
+    check_env(ours, skip_render_check=True)  # rendering: test_renders_a_frame
+
+
+def test_spaces_and_time_limit_are_the_references(pair):
+    env_id, ours, ref = pair
+    assert ours.action_space == ref.action_space
+    assert ours.observation_space.shape == ref.observation_space.shape
+    assert ours.observation_space.dtype == np.float32
+    np.testing.assert_array_equal(ours.observation_space.low, ref.observation_space.low)
+    np.testing.assert_array_equal(ours.observation_space.high, ref.observation_space.high)
+    assert gymnasium.spec(env_id).max_episode_steps == gymnasium.spec(reference_id(env_id)).max_episode_steps
+    assert ours.metadata["render_fps"] == ref.metadata["render_fps"]
+    assert ours.dt == pytest.approx(getattr(ref, "dt", ours.dt))
+
+
+def test_takes_every_option_of_the_reference_with_its_default(pair):
+    env_id, ours, ref = pair
+    theirs = {
+        name: p.default
+        for name, p in inspect.signature(type(ref).__init__).parameters.items()
+        if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    }
+    factory = envs.spec(env_id).load()
+    mine = envs.options_of(factory)
+    assert set(theirs) - RENDER_OPTIONS <= set(mine), sorted(set(theirs) - RENDER_OPTIONS - set(mine))
+    for name, default in theirs.items():
+        if name in RENDER_OPTIONS:
+            continue
+        value = getattr(ours.jax_env, name, None) if name not in ("xml_file", "default_camera_config") else None
+        signature_default = _default_of(factory, name)
+        if isinstance(default, dict):
+            assert signature_default.keys() == default.keys(), name
+            for key, v in default.items():
+                np.testing.assert_allclose(signature_default[key], v, err_msg=f"{name}.{key}")
+        elif default is None or isinstance(default, (str, bool)):
+            assert signature_default == default, name
+        else:
+            np.testing.assert_allclose(signature_default, default, err_msg=name)
+        if value is not None and not isinstance(default, (dict, str)) and default is not None:
+            np.testing.assert_allclose(value, default, err_msg=f"{name} as built")
+
+
+def _default_of(factory, name):
+    for cls in inspect.getmro(factory):
+        parameters = inspect.signature(cls.__init__).parameters if "__init__" in vars(cls) else {}
+        if name in parameters:
+            return parameters[name].default
+    raise AssertionError(f"{factory.__name__} has no option {name!r}")
+
+
+def test_info_keys_are_the_references(pair):
+    _, ours, ref = pair
+    _, info = ours.reset(seed=0)
+    _, info_ref = ref.reset(seed=0)
+    assert info.keys() == info_ref.keys()
+    action = ref.action_space.sample()
+    step_info, step_info_ref = ours.step(action)[4], ref.step(action)[4]
+    assert step_info.keys() == step_info_ref.keys()
+    for key, value in step_info_ref.items():
+        assert np.shape(step_info[key]) == np.shape(value), key
+
+
+def _reference_states(ref, steps=120, seed=0):
+    """States Gymnasium's env visits under random actions, with the action taken there,
+    over several episodes (each ended by the env or after 40 steps)."""
+    ref.reset(seed=seed)
+    ref.action_space.seed(seed)
+    visited, t_episode = [], 0
+    for t in range(steps):
+        state = _get_state(ref)
+        action = ref.action_space.sample()
+        visited.append((state, action))
+        terminated = ref.step(action)[2]
+        t_episode += 1
+        if terminated or t_episode == 40:
+            ref.reset(seed=seed + t + 1)
+            t_episode = 0
+    return visited
+
+
+def _get_state(ref):
+    if hasattr(ref, "data"):  # Gymnasium's MujocoEnv
+        return np.array(ref.data.qpos), np.array(ref.data.qvel)
+    return np.array(ref.state, np.float64)
+
+
+def _f32(x):
+    return np.asarray(x, np.float32).astype(np.float64)
+
+
+def test_one_step_matches_the_reference_from_its_own_states(pair):
+    """From Gymnasium's states, rounded to what our float32 reset takes, one step each."""
+    env_id, ours, ref = pair
+    env = ours.jax_env
+    reset_to, step = jax.jit(env.reset_to), jax.jit(env.step)
+    terminations = 0
+    for state, action in _reference_states(ref):
+        if _mujoco(ours):
+            qpos, qvel = (_f32(x) for x in state)
+            ref.data.qacc_warmstart[:] = 0.0  # a reset's, as ours starts from
+            ref.set_state(qpos, qvel)
+            start = reset_to(jnp.float32(qpos), jnp.float32(qvel))
+        else:
+            ref.state = _f32(state)
+            if hasattr(ref, "steps_beyond_terminated"):  # CartPole warns past a termination
+                ref.steps_beyond_terminated = None
+            start = reset_to(jnp.float32(ref.state))
+        obs_ref, reward_ref, terminated_ref, truncated_ref, info_ref = ref.step(action)
+        out = step(start, jnp.asarray(action))
+        scale = max(1.0, float(np.abs(obs_ref).max()))
+        np.testing.assert_allclose(out.obs, obs_ref, rtol=0, atol=TOLERANCE * scale, err_msg=env_id)
+        assert float(out.reward) == pytest.approx(reward_ref, rel=TOLERANCE, abs=TOLERANCE)
+        assert bool(out.terminated) == terminated_ref and not bool(out.truncated)
+        for key, value in info_ref.items():
+            np.testing.assert_allclose(out.info[key], value, rtol=TOLERANCE, atol=TOLERANCE, err_msg=key)
+        terminations += terminated_ref
+    # Tasks that end under random actions do so in these states (Ant rarely does: test_ant.py).
+    assert terminations > 0 or not _can_terminate(env_id), env_id
+
+
+def _can_terminate(env_id):
+    return env_id in {
+        "JaxHopper-v0", "JaxWalker2d-v0", "JaxHumanoid-v0", "JaxInvertedPendulum-v0",
+        "JaxInvertedDoublePendulum-v0", "JaxCartPole-v0",
+    }
+
+
+def _assert_same(ours, reference, path=""):
+    if isinstance(reference, dict):
+        assert ours.keys() == reference.keys(), path
+        for key in reference:
+            _assert_same(ours[key], reference[key], f"{path}.{key}")
+    elif isinstance(reference, (list, tuple)):
+        for i, (a, b) in enumerate(zip(ours, reference, strict=True)):
+            _assert_same(a, b, f"{path}[{i}]")
+    elif isinstance(reference, np.ndarray) and reference.dtype == object:
+        for a, b in zip(ours, reference, strict=True):
+            assert (a is None) == (b is None), path
+            if b is not None:
+                np.testing.assert_allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE, err_msg=path)
+    elif np.asarray(reference).dtype == bool:
+        np.testing.assert_array_equal(ours, reference, err_msg=path)
+    else:
+        np.testing.assert_allclose(ours, reference, rtol=TOLERANCE, atol=TOLERANCE, err_msg=path)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+def test_vector_env_in_lockstep_with_sync_vector_env(pair, mode):
+    """``make_vec`` against Gymnasium's SyncVectorEnv of single envs, episodes cut at 5 steps
+    so that auto-reset runs in either mode."""
+    env_id = pair[0]
+    ours = gymnasium.make_vec(env_id, num_envs=2, max_episode_steps=5, autoreset_mode=mode)
+    reference = gymnasium.vector.SyncVectorEnv(
+        [lambda: gymnasium.make(env_id, max_episode_steps=5) for _ in range(2)], autoreset_mode=mode
+    )
+    _assert_same(ours.reset(seed=3), reference.reset(seed=3))
+    reference.action_space.seed(3)
+    ended = 0
+    for t in range(12):
+        action = reference.action_space.sample()
+        out, ref = ours.step(action), reference.step(action)
+        _assert_same(out, ref, f"{env_id} step {t}")
+        ended += int(np.sum(ref[2] | ref[3]))
+    assert ended >= 4
+    ours.close()
+    reference.close()
+
+
+def test_pickles_and_resumes_the_same_episodes(pair):
+    env_id = pair[0]
+    env = gymnasium.make(env_id)
+    copy = pickle.loads(pickle.dumps(env))
+    obs, _ = env.reset(seed=7)
+    obs_copy, _ = copy.reset(seed=7)
+    np.testing.assert_array_equal(obs, obs_copy)
+    action = env.action_space.sample()
+    np.testing.assert_array_equal(env.step(action)[0], copy.step(action)[0])
+    env.close()
+    copy.close()
+
+
+def test_renders_a_frame_of_the_references_size(pair):
+    env_id, ours, _ = pair
+    size = {"width": 64, "height": 48} if _mujoco(ours) else {}
+    env = gymnasium.make(env_id, render_mode="rgb_array", **size)
+    reference = gymnasium.make(reference_id(env_id), render_mode="rgb_array", **size)
+    env.reset(seed=0)
+    reference.reset(seed=0)
+    frame, frame_ref = env.render(), reference.render()
+    assert frame.shape == frame_ref.shape and frame.dtype == np.uint8
+    assert frame.std() > 0  # something was drawn
+    env.close()
+    reference.close()
+
+
+def test_an_unknown_option_is_named(pair):
+    env_id = pair[0]
+    with pytest.raises(ValueError, match=f"{env_id} has no option 'not_an_option'"):
+        gymjax.make(env_id, not_an_option=1)
+    with pytest.raises(ValueError, match="not_an_option"):
+        gymnasium.make(env_id, not_an_option=1)
