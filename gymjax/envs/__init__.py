@@ -168,6 +168,13 @@ register("JaxHumanoid-v0", f"{_MUJOCO}.humanoid:Humanoid", max_episode_steps=100
 register("JaxHumanoidStandup-v0", f"{_MUJOCO}.humanoid_standup:HumanoidStandup", max_episode_steps=1000,
          reference_id="HumanoidStandup-v5")
 register("JaxMultiAnt-v0", f"{_MUJOCO}.multi_ant:MultiAnt", max_episode_steps=1000, multi_agent=True)  # MaMuJoCo's
+register("JaxMultiHalfCheetah-v0", f"{_MUJOCO}.multi_agent:MultiHalfCheetah", max_episode_steps=1000, multi_agent=True)
+register("JaxMultiHopper-v0", f"{_MUJOCO}.multi_agent:MultiHopper", max_episode_steps=1000, multi_agent=True)
+register("JaxMultiWalker2d-v0", f"{_MUJOCO}.multi_agent:MultiWalker2d", max_episode_steps=1000, multi_agent=True)
+register("JaxMultiSwimmer-v0", f"{_MUJOCO}.multi_agent:MultiSwimmer", max_episode_steps=1000, multi_agent=True)
+register("JaxMultiReacher-v0", f"{_MUJOCO}.multi_agent:MultiReacher", max_episode_steps=50, multi_agent=True)
+register("JaxMultiHumanoid-v0", f"{_MUJOCO}.multi_agent:MultiHumanoid", max_episode_steps=1000, multi_agent=True)
+register("JaxMultiHumanoidStandup-v0", f"{_MUJOCO}.multi_agent:MultiHumanoidStandup", max_episode_steps=1000, multi_agent=True)
 register("JaxCartPole-v0", f"{_CLASSIC}.cartpole:CartPole", max_episode_steps=500, reference_id="CartPole-v1")  # v1's limit (v0's was 200)
 register("JaxPendulum-v0", f"{_CLASSIC}.pendulum:Pendulum", max_episode_steps=200, reference_id="Pendulum-v1")
 register("JaxAcrobot-v0", f"{_CLASSIC}.acrobot:Acrobot", max_episode_steps=500, reference_id="Acrobot-v1")

@@ -12,6 +12,17 @@ from gymjax.envs.mujoco.humanoid import Humanoid
 from gymjax.envs.mujoco.humanoid_standup import HumanoidStandup
 from gymjax.envs.mujoco.inverted_double_pendulum import InvertedDoublePendulum
 from gymjax.envs.mujoco.inverted_pendulum import InvertedPendulum
+from gymjax.envs.mujoco.multi_agent import (
+    SCENARIOS,
+    MultiAgentMujoco,
+    MultiHalfCheetah,
+    MultiHopper,
+    MultiHumanoid,
+    MultiHumanoidStandup,
+    MultiReacher,
+    MultiSwimmer,
+    MultiWalker2d,
+)
 from gymjax.envs.mujoco.multi_ant import AGENT_CONFS, MultiAnt
 from gymjax.envs.mujoco.pusher import Pusher
 from gymjax.envs.mujoco.reacher import Reacher
@@ -30,10 +41,19 @@ __all__ = [
     "InvertedDoublePendulum",
     "InvertedPendulum",
     "MujocoEnv",
+    "MultiAgentMujoco",
     "MultiAnt",
+    "MultiHalfCheetah",
+    "MultiHopper",
+    "MultiHumanoid",
+    "MultiHumanoidStandup",
+    "MultiReacher",
+    "MultiSwimmer",
+    "MultiWalker2d",
     "NotDifferentiableError",
     "Pusher",
     "Reacher",
+    "SCENARIOS",
     "SOLVER_PRESETS",
     "Swimmer",
     "Walker2d",

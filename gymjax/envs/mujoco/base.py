@@ -25,8 +25,10 @@ Engines (the ``engine`` option):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
+import io
 import importlib.resources
 import logging
 import numbers
@@ -39,7 +41,11 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from mujoco import mjx
+
+with contextlib.redirect_stdout(io.StringIO()):
+    # MJX prints "Failed to import warp" when its optional Warp backend is absent: true, and no
+    # concern of anyone running MJX's JAX backend or the C engine, which is all gymjax runs.
+    from mujoco import mjx
 
 from gymjax.core import Env, State
 from gymjax.envs import options
@@ -209,6 +215,9 @@ class MujocoEnv(Env[mjx.Model]):
         camera_id, camera_name, max_geom, visual_options: Gymnasium's ``MujocoEnv``
             rendering options (a camera of the model instead of the free camera, the
             scene's geom buffer, ``{mujoco.mjtVisFlag: bool}``).
+        extra_data_fields: ``MjData`` fields to return besides the task's own ``data_fields``,
+            for code that reads the physics state beyond the task (the multi-agent layer's
+            observation categories, a reward of your own): the C engine returns only those.
     """
 
     # MuJoCo C must be told which MjModel fields a randomized env changes.
@@ -230,6 +239,7 @@ class MujocoEnv(Env[mjx.Model]):
         camera_name: str | None = None,
         max_geom: int = 1000,
         visual_options: dict[int, bool] | None = None,
+        extra_data_fields: tuple[str, ...] = (),
     ):
         name = type(self).__name__
         frame_skip = options.integer(self, "frame_skip", frame_skip)
@@ -254,6 +264,9 @@ class MujocoEnv(Env[mjx.Model]):
         if iterations is not None:
             self.mj_model.opt.iterations, self.mj_model.opt.ls_iterations = iterations
         self.frame_skip = frame_skip
+        if isinstance(extra_data_fields, str) or not all(isinstance(f, str) for f in extra_data_fields):
+            raise ValueError(f"{name}: extra_data_fields must be a tuple of MjData field names, got {extra_data_fields!r}")
+        self.data_fields = (*type(self).data_fields, *(f for f in extra_data_fields if f not in type(self).data_fields))
         self.camera = dict(default_camera_config or {})
         self._render_options(camera_id, camera_name, max_geom, visual_options)
         mjx_model = self._mjx_model()
