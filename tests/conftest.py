@@ -71,17 +71,21 @@ def multi_ant_pz(multi_ant):
 
 
 class CartPoleWithInfo(CartPole):
-    """CartPole with Ant's info layout: ``x`` at reset and step, ``pushed`` at step only."""
+    """CartPole with Ant's info layout: ``x`` at reset and step, ``pushed`` at step only; and
+    Humanoid's, an array per env: ``angles`` ``[2]`` at reset and step, ``velocities`` ``[2]`` at step only."""
 
-    reset_info_keys = ("x",)
+    reset_info_keys = ("x", "angles")
 
     def reset(self, key, params=None):
         state = super().reset(key, params)
-        return state.replace(info={"x": state.obs[0], "pushed": jnp.int32(0)})
+        zeros = jnp.zeros(2, jnp.float32)
+        return state.replace(info={"x": state.obs[0], "pushed": jnp.int32(0), "angles": state.obs[::2],
+                                   "velocities": zeros})
 
     def step(self, state, action, params=None):
         state = super().step(state, action, params)
-        return state.replace(info={"x": state.obs[0], "pushed": jnp.asarray(action, jnp.int32)})
+        return state.replace(info={"x": state.obs[0], "pushed": jnp.asarray(action, jnp.int32),
+                                   "angles": state.obs[::2], "velocities": state.obs[1::2]})
 
 
 @pytest.fixture

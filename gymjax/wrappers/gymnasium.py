@@ -220,7 +220,7 @@ class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
             # Envs that just reset report their reset info, which lacks step-only keys.
             mask = ~out.restarted if k in self.session.step_only_keys else np.ones(self.num_envs, bool)
             if mask.any():
-                infos[k], infos[f"_{k}"] = np.where(mask, value, 0).astype(value.dtype), mask
+                infos[k], infos[f"_{k}"] = _masked(value, mask), mask
         done = out.done
         if out.final_obs is not None and done.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
@@ -228,7 +228,7 @@ class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
                 final_obs[i] = out.final_obs[i]
             final_info: dict[str, Any] = {}
             for k, value in out.final_info.items():
-                final_info[k] = np.where(done, value, 0).astype(value.dtype)
+                final_info[k] = _masked(value, done)
                 final_info[f"_{k}"] = done
             infos.update(final_obs=final_obs, _final_obs=done, final_info=final_info, _final_info=done)
         return infos
@@ -238,3 +238,10 @@ class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs):
         self.session.close()
+
+
+def _masked(value: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``value [N, ...]`` where ``mask [N]`` holds, zeros elsewhere: SyncVectorEnv's layout for an
+    info key some envs did not report (Humanoid's ``tendon_length`` is ``[N, 2]``)."""
+    mask = mask.reshape(mask.shape + (1,) * (value.ndim - 1))
+    return np.where(mask, value, 0).astype(value.dtype)

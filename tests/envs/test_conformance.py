@@ -203,9 +203,9 @@ def test_vector_env_in_lockstep_with_sync_vector_env(pair, mode):
     """``make_vec`` against Gymnasium's SyncVectorEnv of single envs, episodes cut at 5 steps
     so that auto-reset runs in either mode."""
     env_id = pair[0]
-    ours = gymnasium.make_vec(env_id, num_envs=2, max_episode_steps=5, autoreset_mode=mode)
+    ours = gymnasium.make_vec(env_id, num_envs=3, max_episode_steps=5, autoreset_mode=mode)
     reference = gymnasium.vector.SyncVectorEnv(
-        [lambda: gymnasium.make(env_id, max_episode_steps=5) for _ in range(2)], autoreset_mode=mode
+        [lambda: gymnasium.make(env_id, max_episode_steps=5) for _ in range(3)], autoreset_mode=mode
     )
     _assert_same(ours.reset(seed=3), reference.reset(seed=3))
     reference.action_space.seed(3)

@@ -108,14 +108,16 @@ def test_info_keys_at_reset_step_and_episode_end(cartpole_with_info):
     numpy_env = GymnasiumVectorEnv(cartpole_with_info, 2, max_episode_steps=5)
     _, info = ours.reset(seed=0)
     _, info_ref = numpy_env.reset(seed=0)
-    assert list(info) == ["x"]  # the step-only key is not reported at reset
+    assert set(info) == {"x", "angles"}  # the step-only keys are not reported at reset
     np.testing.assert_array_equal(info["x"].numpy(), info_ref["x"])
+    np.testing.assert_array_equal(info["angles"].numpy(), info_ref["angles"])  # [N, 2]
     for t in range(5):
         *_, info = ours.step(torch.tensor([1, 0]))
         *_, info_ref = numpy_env.step(np.array([1, 0]))
     assert info["_final_obs"].all()  # the time limit: final_info is the last step's info
     np.testing.assert_array_equal(info["final_info"]["pushed"].numpy(), [1, 0])
     np.testing.assert_array_equal(info["final_info"]["x"].numpy(), info_ref["final_info"]["x"])
+    np.testing.assert_array_equal(info["final_info"]["velocities"].numpy(), info_ref["final_info"]["velocities"])
     np.testing.assert_array_equal(info["x"].numpy(), info_ref["x"])  # the new episodes' reset x
 
 
