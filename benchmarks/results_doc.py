@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from benchmarks import clients, distributed, learning, presets, report, time_to_return, vector_ceiling
+from benchmarks import catalog, clients, distributed, learning, presets, report, time_to_return, vector_ceiling
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 PAGE = RESULTS / "README.md"
@@ -118,6 +118,36 @@ def vector_ceiling_section(r: dict) -> list[str]:
         *table(text, "## Ratios (medians)"),
         "",
         "![vector_ceiling](vector_ceiling.png)",
+    ]
+
+
+def catalog_section(r: dict) -> list[str]:
+    m = r["machine"]
+    text = catalog.markdown(r)
+    stand_in = [line for line in text.splitlines() if line.startswith("† ")]
+    return [
+        f"Command: `{shell(r['command'])}` ({r['created'][:10]}, {r['wall_s'] / 60:.0f} min).",
+        "",
+        f"Machine: {m['cpu_count']}-core CPU ({m['cpu']}), shared; JAX on {m['jax_backend']}. Load average "
+        f"(1/5/15 min) at start {loads(m['load_average_at_start'])}, at end {loads(m['load_average_at_end'])}, "
+        f"1 min over the timed rounds {catalog._round_loads(r)}."
+        + (f" Not all in one process: {r['note']}" if r.get("note") else ""),
+        "",
+        versions_line(r["versions"]),
+        "",
+        "Env steps/s, stacks timed in alternation per task and N (medians), MJX's compile (s) in brackets:",
+        "",
+        *table(text, "## Throughput"),
+        *(["", *stand_in] if stand_in else []),
+        "",
+        "MJX against MuJoCo C from the same states, the same actions: largest relative error "
+        "`|mjx - c| / max(1, |c|)`:",
+        "",
+        *table(text, "## MJX deviation"),
+        "",
+        "Where the time goes, and what was skipped or failed: [catalog.md](catalog.md).",
+        "",
+        "![catalog](catalog.png)",
     ]
 
 
@@ -249,6 +279,13 @@ SHOWN = (
         'JaxAnt-v0 on `engine="mujoco"` through each adapter, beside gymjax\'s host pool, '
         "`mujoco.rollout` (no JAX) and EnvPool, timed in alternation in one process.",
         vector_ceiling_section,
+    ),
+    Result(
+        "catalog",
+        "Every Gymnasium MuJoCo v5 task: the C engine against EnvPool, and MJX's deviation",
+        'Each MuJoCo id on `engine="mujoco"` through the Gymnasium VectorEnv, beside EnvPool\'s same `*-v5`, '
+        "gymjax's host pool (no JAX) and MJX, timed in alternation; then MJX against MuJoCo C over 100 steps.",
+        catalog_section,
     ),
     Result(
         "clients",

@@ -79,7 +79,7 @@ def _cycle(actions: np.ndarray):
 
 def host_pool(n: int) -> Stack:
     env = gymjax.make("JaxAnt-v0", engine="mujoco")
-    physics = HostPhysics(env.mj_model, env.frame_skip, THREADS)
+    physics = HostPhysics(env.mj_model, env.frame_skip, THREADS, env.data_fields, env.differenced_fields)
     start = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
     state = [np.asarray(start.env_state.state)]
     action = _cycle(_actions(n))
@@ -242,7 +242,7 @@ def profile(n: int, steps: int, repeats: int) -> dict[str, float]:
     stack = wrap_for_training(base)
     jitted_step = jax.jit(stack.step)
     jitted_state = [jax.jit(stack.reset)(jax.random.split(jax.random.PRNGKey(0), n))]
-    physics = HostPhysics(base.mj_model, base.frame_skip, THREADS)
+    physics = HostPhysics(base.mj_model, base.frame_skip, THREADS, base.data_fields, base.differenced_fields)
     physics_state = [np.array(jitted_state[0].env_state.state)]
     vector = GymnasiumVectorEnv("JaxAnt-v0", n, backend="mujoco")
     vector.reset(seed=0)

@@ -265,8 +265,11 @@ class MujocoEnv(Env[mjx.Model]):
             self.mj_model.opt.iterations, self.mj_model.opt.ls_iterations = iterations
         self.frame_skip = frame_skip
         if isinstance(extra_data_fields, str) or not all(isinstance(f, str) for f in extra_data_fields):
-            raise ValueError(f"{name}: extra_data_fields must be a tuple of MjData field names, got {extra_data_fields!r}")
-        self.data_fields = (*type(self).data_fields, *(f for f in extra_data_fields if f not in type(self).data_fields))
+            raise ValueError(
+                f"{name}: extra_data_fields must be a tuple of MjData field names, got {extra_data_fields!r}"
+            )
+        own = type(self).data_fields
+        self.data_fields = (*own, *(f for f in extra_data_fields if f not in own))
         self.camera = dict(default_camera_config or {})
         self._render_options(camera_id, camera_name, max_geom, visual_options)
         mjx_model = self._mjx_model()

@@ -40,9 +40,9 @@ STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS | mujoco.mjtState.mjSTATE_WARMS
 
 
 # Fields mj_kinematics computes: a reset that needs no more can skip the rest of mj_forward.
-KINEMATIC_FIELDS = frozenset(
-    {"xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos", "geom_xmat", "site_xpos", "site_xmat"}
-)
+KINEMATIC_FIELDS = frozenset({
+    "xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos", "geom_xmat", "site_xpos", "site_xmat",
+})
 # Fields only mj_rnePostConstraint fills: zero after a reset (mj_resetData clears them and
 # mj_forward does not call it without acceleration sensors), computed after a step only if read.
 POST_CONSTRAINT_FIELDS = frozenset({"cacc", "cfrc_int", "cfrc_ext"})
@@ -119,7 +119,11 @@ def layout(
     """
     m = mj_model
     blank = mujoco.MjData(m)
-    parts: dict[str, tuple[int, ...]] = {"state": (2 * mujoco.mj_stateSize(m, STATE_SPEC),), "qpos": (m.nq,), "qvel": (m.nv,)}
+    parts: dict[str, tuple[int, ...]] = {
+        "state": (2 * mujoco.mj_stateSize(m, STATE_SPEC),),
+        "qpos": (m.nq,),
+        "qvel": (m.nv,),
+    }
     for name in fields:
         value = getattr(blank, name, None)
         if name in parts or not isinstance(value, np.ndarray) or value.dtype != np.float64:
