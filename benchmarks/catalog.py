@@ -666,12 +666,12 @@ def markdown(report: dict) -> str:
     lines = [
         f"# Gymnasium MuJoCo v5 catalog: gymjax, EnvPool, the host pool and MJX{quick}",
         "",
-        f"Machine: {m['cpu_count']}-core CPU ({m['cpu']}), shared with another engineer's tests; JAX on "
+        f"Machine: {m['cpu_count']}-core CPU ({m['cpu']}); JAX on "
         f"{m['jax_backend']}, {report['threads']} threads for every C stack. Load average (1/5/15 min) at start "
         f"{_loads(m['load_average_at_start'])}, at end {_loads(m['load_average_at_end'])}, 1 min over the timed "
         f"rounds {_round_loads(report)}; run took "
         f"{report['wall_s'] / 60:.0f} min. Reproduce: `{' '.join(report['command'])}`."
-        + (f" Not all in one process: {report['note']}" if report.get("note") else ""),
+        + (f" {report['note']}" if report.get("note") else ""),
         "",
         f"Versions: gymjax {v.get('gymjax')}, jax {v.get('jax')}, mujoco {v.get('mujoco')}, mujoco-mjx "
         f"{v.get('mujoco-mjx')}, gymnasium {v.get('gymnasium')}, envpool {v.get('envpool')}; commit "
@@ -756,7 +756,7 @@ def plot(report: dict, path: pathlib.Path) -> None:
     legend_ax = list(axes.flat)[len(ids)]
     legend_ax.legend(handles, labels, loc="center", fontsize=9, title="env steps/s (median, min-max)")
     m = report["machine"]
-    fig.suptitle(f"Gymnasium MuJoCo v5 tasks, {m['cpu_count']}-core CPU (shared), 1-min load over the rounds "
+    fig.suptitle(f"Gymnasium MuJoCo v5 tasks, {m['cpu_count']}-core CPU, 1-min load over the rounds "
                  f"{_round_loads(report)}" + (" (quick)" if report["quick"] else ""))
     save(fig, path)
 
