@@ -105,7 +105,7 @@ def options_of(factory: Callable[..., Env]) -> list[str] | None:
 
 def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> Env:
     recorded = dict(kwargs)
-    kwargs = _engine(kwargs) if "backend" in kwargs else kwargs
+    kwargs = _engine(kwargs)
     known = options_of(factory)
     unknown = sorted(set(kwargs) - set(known)) if known is not None else []
     if unknown:  # named here, before the env loads its model, rather than as a TypeError deep inside

@@ -22,6 +22,7 @@ from gymnasium.vector import AutoresetMode
 import gymjax
 from gymjax import envs
 from gymjax.envs.mujoco import MujocoEnv
+from lockstep import assert_same  # tests/lockstep.py
 
 IDS = envs.registered_ids()
 # What Gymnasium's MujocoEnv takes for every task, and its classic-control envs' render_mode: the
@@ -179,25 +180,6 @@ def _can_terminate(env_id):
     }
 
 
-def _assert_same(ours, reference, path=""):
-    if isinstance(reference, dict):
-        assert ours.keys() == reference.keys(), path
-        for key in reference:
-            _assert_same(ours[key], reference[key], f"{path}.{key}")
-    elif isinstance(reference, (list, tuple)):
-        for i, (a, b) in enumerate(zip(ours, reference, strict=True)):
-            _assert_same(a, b, f"{path}[{i}]")
-    elif isinstance(reference, np.ndarray) and reference.dtype == object:
-        for a, b in zip(ours, reference, strict=True):
-            assert (a is None) == (b is None), path
-            if b is not None:
-                np.testing.assert_allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE, err_msg=path)
-    elif np.asarray(reference).dtype == bool:
-        np.testing.assert_array_equal(ours, reference, err_msg=path)
-    else:
-        np.testing.assert_allclose(ours, reference, rtol=TOLERANCE, atol=TOLERANCE, err_msg=path)
-
-
 @pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
 def test_vector_env_in_lockstep_with_sync_vector_env(pair, mode):
     """``make_vec`` against Gymnasium's SyncVectorEnv of single envs, episodes cut at 5 steps
@@ -207,13 +189,13 @@ def test_vector_env_in_lockstep_with_sync_vector_env(pair, mode):
     reference = gymnasium.vector.SyncVectorEnv(
         [lambda: gymnasium.make(env_id, max_episode_steps=5) for _ in range(3)], autoreset_mode=mode
     )
-    _assert_same(ours.reset(seed=3), reference.reset(seed=3))
+    assert_same(ours.reset(seed=3), reference.reset(seed=3))
     reference.action_space.seed(3)
     ended = 0
     for t in range(12):
         action = reference.action_space.sample()
         out, ref = ours.step(action), reference.step(action)
-        _assert_same(out, ref, f"{env_id} step {t}")
+        assert_same(out, ref, f"{env_id} step {t}")
         ended += int(np.sum(ref[2] | ref[3]))
     assert ended >= 4
     ours.close()

@@ -18,6 +18,7 @@ import gymjax
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
 from gymjax.wrappers.sb3 import SB3VecEnv
 from gymjax.wrappers.torch import TorchEnv, TorchVectorEnv
+from lockstep import assert_same  # tests/lockstep.py
 
 LIMIT = 16  # CartPole under random actions falls after ~10-30 steps, or reaches this limit: both kinds
 
@@ -28,37 +29,14 @@ def _reference(env_fn, n, mode, limit=LIMIT):
     return gymnasium.vector.SyncVectorEnv(fns, autoreset_mode=mode)
 
 
-def _assert_same(ours, reference, path="", tol=1e-5):
-    """Equal structure, masks and flags; numbers to ``tol``; RecordEpisodeStatistics' clock apart."""
-    if isinstance(reference, dict):
-        assert ours.keys() == reference.keys(), path
-        for key in reference:
-            if key == "t" and path.endswith("episode"):
-                continue
-            _assert_same(ours[key], reference[key], f"{path}.{key}", tol)
-    elif isinstance(reference, (list, tuple)):
-        assert len(ours) == len(reference), path
-        for i, (a, b) in enumerate(zip(ours, reference)):
-            _assert_same(a, b, f"{path}[{i}]", tol)
-    elif isinstance(reference, np.ndarray) and reference.dtype == object:
-        for a, b in zip(ours, reference):
-            assert (a is None) == (b is None), path
-            if b is not None:
-                np.testing.assert_allclose(a, b, rtol=tol, atol=tol, err_msg=path)
-    elif np.asarray(reference).dtype == bool:
-        np.testing.assert_array_equal(ours, reference, err_msg=path)
-    else:
-        np.testing.assert_allclose(ours, reference, rtol=tol, atol=tol, err_msg=path)
-
-
 def _lockstep(ours, reference, steps=80, seed=5):
-    _assert_same(ours.reset(seed=seed), reference.reset(seed=seed))
+    assert_same(ours.reset(seed=seed), reference.reset(seed=seed))
     reference.action_space.seed(seed)
     ends = np.zeros(2, int)
     for t in range(steps):
         action = reference.action_space.sample()
         out, ref = ours.step(action), reference.step(action)
-        _assert_same(out, ref, f"step {t}")
+        assert_same(out, ref, f"step {t}")
         ends += [np.sum(ref[2]), np.sum(ref[3])]
     assert ends.min() >= 2, ends  # both terminations and time limits were compared
 

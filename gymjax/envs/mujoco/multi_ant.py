@@ -28,14 +28,11 @@ from __future__ import annotations
 import jax
 
 from gymjax.envs import spec
-from gymjax.envs.mujoco.multi_agent import RegisteredMultiAgentMujoco
+from gymjax.envs.mujoco.multi_agent import RegisteredMultiAgentMujoco, agent_confs
 
-# MaMuJoCo's partitions by leg number (leg i: joints hip_i and ankle_i of ant.xml).
-AGENT_CONFS: dict[str, tuple[tuple[int, ...], ...]] = {
-    "2x4": ((1, 2), (3, 4)),  # front legs, back legs
-    "2x4d": ((1, 4), (2, 3)),  # diagonal pairs
-    "4x2": ((1,), (2,), (3,), (4,)),  # a leg each
-}
+# MaMuJoCo's Ant partitions, "2x4" (front legs, back legs), "2x4d" (diagonal pairs) and "4x2"
+# (a leg each): the names of the scenario table's, which alone defines them.
+AGENT_CONFS: tuple[str, ...] = tuple(agent_confs("Ant"))
 
 
 class MultiAnt(RegisteredMultiAgentMujoco):
