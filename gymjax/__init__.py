@@ -5,15 +5,46 @@
 work.
 """
 
+import os
+import sys
+
+
+def _one_line_on_interrupt_at_start() -> None:
+    """When gymjax is the program (``python -m gymjax``, the ``gymjax`` script), this package loads
+    before any of the command line's code can catch a Ctrl-C; one pressed now (the first quarter
+    second) ends the process as an interrupt still does, with one line instead of a traceback."""
+    if sys.argv[:1] != ["-m"] and os.path.basename(sys.argv[0]) != "gymjax":
+        return  # imported by a program of the user's: its hooks are its own
+    previous = sys.excepthook
+
+    def hook(kind, value, traceback):
+        if issubclass(kind, KeyboardInterrupt):
+            print("gymjax: interrupted", file=sys.stderr)
+        else:
+            previous(kind, value, traceback)
+
+    sys.excepthook = hook
+
+
+_one_line_on_interrupt_at_start()
+
 import gymnasium
 
 from gymjax import envs
-from gymjax.core import Env, State, Wrapper
 
 __version__ = "0.1.0"
 __all__ = ["Env", "State", "Wrapper", "envs", "make"]
 
 make = envs.make
+
+
+def __getattr__(name: str):
+    # JAX loads on first use, not on import: `gymjax --help` and a Ctrl-C at start stay quick.
+    if name in ("Env", "State", "Wrapper"):
+        from gymjax import core
+
+        return getattr(core, name)
+    raise AttributeError(f"module 'gymjax' has no attribute {name!r}")
 
 
 def _register_with_gymnasium() -> None:

@@ -1,44 +1,84 @@
-"""The ``gymjax`` command line, one module per command family.
+"""The ``gymjax`` command line (:mod:`gymjax.cli.commands` lists the commands).
 
-- ``gymjax train``: trains PPO into a run directory (checkpoints, metrics,
-  learning curve, video); ``--resume`` continues it.
-- ``gymjax eval`` / ``gymjax render``: a run directory's latest checkpoint,
-  evaluated or rendered to a video. (These three: :mod:`gymjax.cli.run`.)
-- ``gymjax crosscheck``: GAE and episode metrics computed by gymjax, SB3 and
-  the torch agent on one rollout; exits non-zero on a mismatch
-  (:mod:`gymjax.cli.crosscheck`).
-- ``gymjax demo``: steps a vector env with random actions, prints throughput
-  and writes a short video of one env (:mod:`gymjax.cli.demo`).
-
-What several commands parse alike (``--env``, ``--env-kwargs``, ``--seed``,
-``--run-dir``) is in :mod:`gymjax.cli.common`. Bad input ends in one line
-naming what was expected, before any work starts. The benchmark harness is a
-tool of the source checkout (``python -m benchmarks``), not a command: it
-imports gymjax, never the other way round.
+:func:`main` is the entry point. It loads the commands (JAX, flax, orbax: about a second) inside
+its own guard, so that a Ctrl-C at any moment, the first second included, ends the command with
+status 130 and one line, never a traceback and never a run that goes on.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 
-import jax
-
-import gymjax  # noqa: F401  (registers the ids with Gymnasium)
-from gymjax.cli import common, crosscheck, demo, run
+# A Ctrl-C whose KeyboardInterrupt was swallowed (raised inside a garbage-collector callback,
+# such as JAX's, Python prints "Exception ignored" and goes on) ends the process after this long.
+SWALLOWED_INTERRUPT_GRACE_S = 2.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common.Parser(prog="gymjax", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (run, crosscheck, demo):
-        module.add_commands(commands)
+    guard = _InterruptGuard() if threading.current_thread() is threading.main_thread() else None
+    try:
+        from gymjax.cli import commands
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(argv)
-    args.argv = argv
-    if getattr(args, "local_processes", None):
-        return args.run(args)  # a launcher: JAX runs in the processes it starts, not here
-    if hasattr(args, "setup"):
-        args.setup(args)  # jax.distributed must start before anything touches JAX
-    print(f"JAX {jax.__version__} on {jax.devices()[0].platform}", file=sys.stderr)
-    return args.run(args)
+        if guard:
+            guard.loaded()
+        return commands.main(argv)
+    except KeyboardInterrupt:
+        print("gymjax: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if guard:
+            guard.close()
+
+
+class _InterruptGuard:
+    """SIGINT handling around a command (training installs its own, which stops at an epoch).
+
+    - While the commands load, a Ctrl-C is noted, not raised: a KeyboardInterrupt inside a C
+      extension's initialization (JAX's MLIR) aborts the process with SIGABRT. It ends the command
+      once they have loaded.
+    - Afterwards it raises KeyboardInterrupt as always; one swallowed (raised inside a garbage
+      collector callback, such as JAX's: Python prints "Exception ignored" and goes on) ends the
+      process at once, and one caught elsewhere after :data:`SWALLOWED_INTERRUPT_GRACE_S`.
+    """
+
+    def __init__(self):
+        self.loading, self.interrupted, self.done = True, threading.Event(), threading.Event()
+        self.previous = signal.signal(signal.SIGINT, self.on_interrupt)
+        self.previous_unraisable = sys.unraisablehook
+        sys.unraisablehook = self.unraisable
+
+    def on_interrupt(self, signum, frame):
+        first = not self.interrupted.is_set()
+        self.interrupted.set()
+        if self.loading:
+            return
+        if first:
+            threading.Thread(target=self.end_if_swallowed, daemon=True).start()
+        raise KeyboardInterrupt
+
+    def loaded(self) -> None:
+        self.loading = False
+        if self.interrupted.is_set():
+            raise KeyboardInterrupt
+
+    def unraisable(self, unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self.end()
+        self.previous_unraisable(unraisable)
+
+    def end_if_swallowed(self) -> None:
+        if not self.done.wait(SWALLOWED_INTERRUPT_GRACE_S):
+            self.end()
+
+    @staticmethod
+    def end() -> None:
+        print("gymjax: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+
+    def close(self) -> None:
+        self.done.set()
+        signal.signal(signal.SIGINT, self.previous)
+        sys.unraisablehook = self.previous_unraisable

@@ -70,19 +70,15 @@ def add_run_dir(parser: argparse.ArgumentParser) -> None:
 # -- the first checks of a command ---------------------------------------------------------
 
 
-def check_run_dir(path: pathlib.Path) -> pathlib.Path:
-    if path.exists() and not path.is_dir():
-        raise SystemExit(f"--run-dir {path} is a file; expected a run directory")
-    return path
-
-
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
     """The functional env, or one line saying why it cannot be built: an unknown id (the line lists the
     registered ones) or options the env does not take."""
+    from gymjax.trainers import rundir  # the trainer's stack, for the commands that need it
+
     try:
-        return envs.make(env_id, **env_kwargs)
-    except (KeyError, TypeError, ValueError) as e:
-        raise SystemExit(f"cannot make {env_id} with {env_kwargs}: {e}") from None
+        return rundir.make_env(env_id, env_kwargs)
+    except rundir.RunDirectoryError as e:
+        raise SystemExit(str(e)) from None
 
 
 def env_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], Env]:

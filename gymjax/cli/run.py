@@ -1,5 +1,8 @@
 """``gymjax train | eval | render``: PPO runs kept in a run directory.
 
+This module parses flags; the run directory (its lifecycle, what it refuses, what it guarantees)
+is :mod:`gymjax.trainers.rundir`, which the Python API shares.
+
 Every :class:`PPOConfig` field is a ``gymjax train`` flag (``--num-envs``,
 ``--learning-rate``, ``--normalize-observations/--no-normalize-observations``,
 ``--policy-hidden-sizes 64,64``, ...), documented by the field's own help.
@@ -13,37 +16,23 @@ import json
 import os
 import pathlib
 import shlex
-import shutil
 import sys
 import traceback
 import typing
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
+from gymjax import envs
 from gymjax.cli import common
 from gymjax.core import Env
-from gymjax.trainers import artifacts
+from gymjax.trainers import artifacts, distributed, files, reference, rundir
 from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers import distributed
-from gymjax.trainers.loggers import (
-    ConsoleLogger,
-    CSVLogger,
-    JSONLLogger,
-    TensorBoardLogger,
-    drop_rows_after,
-    read_rows,
-    replace_text,
-)
-from gymjax.trainers import reference
-from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, presets, train
+from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, presets
 from gymjax.trainers.ppo.acting import evaluate
-from gymjax.wrappers.training import make_eval_env, single_env_stack
-
-RUN_FILE = "run.json"
-CHECKPOINTS = "checkpoints"
-
+from gymjax.wrappers.training import make_eval_env
 
 # -- config fields as flags ------------------------------------------------------------
 
@@ -102,113 +91,39 @@ def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k in names}
 
 
-# -- the run directory -----------------------------------------------------------------
+# -- train: flags to a run directory (gymjax.trainers.rundir keeps it) --------------------
 
 
-def _read_run(run_dir: pathlib.Path) -> dict[str, Any]:
-    path = run_dir / RUN_FILE
-    if not path.exists():
-        raise SystemExit(f"{run_dir} is not a gymjax run directory (no {RUN_FILE}); train into it first")
-    try:
-        return json.loads(path.read_text())
-    except ValueError as e:
-        raise SystemExit(f"{path} is not valid JSON ({e}); it records the run's env and config") from None
-
-
-def _logged_rows(run_dir: pathlib.Path) -> int:
-    return sum(len(read_rows(run_dir / f"metrics.{fmt}")[1]) for fmt in ("csv", "jsonl"))
-
-
-def _video_env(env: Env, config: PPOConfig) -> tuple[Env, int]:
-    """One unbatched env as the policy was trained on it (action repeat, time limit), for a video;
-    and that time limit in agent steps. Evaluation plays a batch instead: ``make_eval_env``."""
-    steps = config.agent_episode_length(env)
-    return single_env_stack(env, steps, config.action_repeat, None), steps
-
-
-def _fresh_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[str, Any]):
-    """Checks a new run's env, config and directory; nothing is written yet."""
-    checkpoints = run_dir / CHECKPOINTS
-    saved = ckpt.step_dirs(checkpoints)
-    if (run_dir / RUN_FILE).exists():
-        if saved or _logged_rows(run_dir):
-            raise SystemExit(f"{run_dir} already holds a run; pass --resume to continue it or pick another --run-dir")
-        print(f"{run_dir}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
-    elif saved:
-        raise SystemExit(f"{checkpoints} holds checkpoints {saved} without a {RUN_FILE}: another run's; pick another --run-dir")
-    preset = presets.get(args.preset) if args.preset else None
-    if preset and args.env not in (None, preset.env_id):
+def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
+    """A new run's record from the flags; refused in one line before anything is written."""
+    if args.preset and args.env not in (None, presets.get(args.preset).env_id):
+        preset = presets.get(args.preset)
         raise SystemExit(
             f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; drop one of them "
             f"(presets: {presets.listing()})"
         )
-    args.env = args.env or (preset.env_id if preset else common.DEFAULT_ENV)
+    env = args.env or (None if args.preset else common.DEFAULT_ENV)
     try:
-        config = PPOConfig.preset(preset.name, **overrides) if preset else PPOConfig(**overrides)
+        config = PPOConfig.preset(args.preset, **overrides) if args.preset else PPOConfig(**overrides)
     except ValueError as e:
         raise SystemExit(f"invalid config: {e}") from None
-    env_kwargs, env = common.env_from_args(args)
-    if config.reference_episodes:
-        try:
-            reference.reference_id(args.env)
-        except ValueError as e:
-            raise SystemExit(f"--reference-episodes {config.reference_episodes}: {e}") from None
-    options = {"metrics_format": args.metrics_format, "tensorboard": args.tensorboard, "video": args.video}
-    record = {
-        "env": args.env,
-        "env_kwargs": env_kwargs,
-        **options,
-        "preset": preset.name if preset else None,
-        "config": config.to_dict(),
-    }
-    return env, config, record, None
+    record = rundir.new_record(
+        env, config, env_kwargs=envs.parse_env_kwargs(args.env_kwargs), preset=args.preset,
+        metrics_format=args.metrics_format, tensorboard=args.tensorboard, video=args.video,
+    )
+    return lambda: rundir.plan_fresh(args.run_dir, record)
 
 
-def _resumed_run(args: argparse.Namespace, run_dir: pathlib.Path, overrides: dict[str, Any]):
-    """A recorded run's env and config, extended when ``--timesteps`` is given; nothing is written yet."""
-    record = _read_run(run_dir)
+def _resume_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
     changed = sorted(set(overrides) - {"num_timesteps"})
     changed += ["--env-kwargs"] * bool(args.env_kwargs) + ["--preset"] * bool(args.preset)
     if changed:
         raise SystemExit(
-            f"--resume continues {run_dir} as configured in {RUN_FILE}; only --timesteps may change "
+            f"--resume continues {args.run_dir} as configured in {rundir.RUN_FILE}; only --timesteps may change "
             f"(to train longer): drop {changed}"
         )
-    config = PPOConfig.from_dict(record["config"])
-    checkpoints = run_dir / CHECKPOINTS
-    restore = checkpoints if ckpt.step_dirs(checkpoints) else None
-    if restore is None:
-        print(f"{run_dir} has no checkpoint yet: starting its recorded run from scratch")
-    if "num_timesteps" in overrides and overrides["num_timesteps"] != config.num_timesteps:
-        config = _extended(config, overrides["num_timesteps"], ckpt.read_meta(checkpoints) if restore else None)
-        record = {**record, "config": config.to_dict()}
-    env = common.make_env(record["env"], record["env_kwargs"])
-    return env, config, record, restore
-
-
-def _extended(config: PPOConfig, num_timesteps: int, meta: dict[str, Any] | None) -> PPOConfig:
-    """``config`` trained to ``num_timesteps``: epochs of the same size, as many as the new budget needs."""
-    done = int(meta["env_steps"]) if meta else 0
-    try:
-        extended = config.replace(num_timesteps=num_timesteps, epoch_iterations=config.iterations_per_epoch)
-    except ValueError as e:
-        raise SystemExit(f"invalid --timesteps: {e}") from None
-    if extended.total_env_steps <= done:
-        raise SystemExit(
-            f"--timesteps {num_timesteps:,} is not past the run's {done:,} env steps; pass a larger budget to "
-            f"train longer"
-        )
-    schedule = ""
-    if config.lr_schedule == "linear":
-        schedule = (
-            "; the linear learning-rate schedule is stretched to end at the new budget, so the learning rate "
-            f"steps up at env step {done:,} and then decays to 0 at {extended.total_env_steps:,}"
-        )
-    print(
-        f"training to {extended.total_env_steps:,} env steps (was {config.total_env_steps:,}): "
-        f"{extended.num_epochs} epochs of {extended.env_steps_per_epoch:,} steps in all{schedule}"
-    )
-    return extended
+    timesteps = overrides.get("num_timesteps")
+    return lambda: rundir.plan_resume(args.run_dir, timesteps, video=args.video, tensorboard=args.tensorboard)
 
 
 def start_processes(args: argparse.Namespace) -> None:
@@ -223,38 +138,43 @@ def start_processes(args: argparse.Namespace) -> None:
 def train_command(args: argparse.Namespace) -> int:
     if args.local_processes:
         return distributed.launch_local(_without_launcher_flag(args.argv), args.local_processes)
-    run_dir = common.check_run_dir(args.run_dir)
     overrides = _config_overrides(args)
-    primary = distributed.is_primary()
-    # All checks first: a start that fails here leaves nothing behind. Every process checks
-    # (read-only); if one refuses, all stop.
-    refused = None
     try:
-        if args.resume:
-            env, config, record, restore = _resumed_run(args, run_dir, overrides)
-        else:
-            env, config, record, restore = _fresh_run(args, run_dir, overrides)
-    except SystemExit as e:
-        refused = e
-    if distributed.any_process(refused is not None):
-        raise refused or SystemExit("another process refused to start (its output says why)")
-    if not primary:
-        return _train(args, run_dir, env, config, record, restore)
-    created = not run_dir.exists()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        lock = ckpt.DirectoryLock(run_dir, "run directory")
-    except ckpt.DirectoryInUse as e:
+        plan = (_resume_plan if args.resume else _fresh_plan)(args, overrides)
+    except rundir.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
+    checkpoints = args.run_dir / rundir.CHECKPOINTS
+    resume_hint = f"gymjax train --run-dir {shlex.quote(str(args.run_dir))} --resume" + distributed.same_processes_flags()
     try:
-        replace_text(run_dir / RUN_FILE, json.dumps(record, indent=2) + "\n")  # never half-written
-        return _train(args, run_dir, env, config, record, restore)
-    except BaseException:
-        if not args.resume and not ckpt.step_dirs(run_dir / CHECKPOINTS) and not _logged_rows(run_dir):
-            _remove_unstarted(run_dir, created)
-        raise
-    finally:
-        lock.release()
+        rundir.run(plan, console=not args.quiet, progress_bar=not args.quiet)
+    except rundir.RunDirectoryError as e:
+        raise SystemExit(str(e)) from None
+    except TrainingStopped as e:
+        if e.checkpoint is None:
+            print(f"stopped at epoch {e.epoch}, before any checkpoint; run the same command again to start over")
+        else:
+            print(f"stopped at epoch {e.epoch}, env step {e.env_steps:,}; resume with: {resume_hint}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        steps = ckpt.step_dirs(checkpoints)
+        where = f"the latest checkpoint is epoch {steps[-1]}" if steps else "no checkpoint was saved"
+        print(f"stopped at once, without saving the epoch in flight; {where}; resume with: {resume_hint}")
+        return 130
+    except ckpt.CheckpointError as e:
+        raise SystemExit(str(e)) from None
+    except OSError as e:  # a metrics, TensorBoard, plot or video write
+        if ckpt.disk_error(e) is None and not isinstance(e, files.UnsafePath):
+            raise
+        intact = ckpt.step_dirs(checkpoints)
+        raise SystemExit(
+            f"could not write {e.filename or 'to ' + str(args.run_dir)}: {e.strerror}; intact checkpoints: "
+            f"{', '.join(map(str, intact)) or 'none'}"
+        ) from None
+    except Exception as e:
+        if jax.process_count() == 1:
+            raise
+        _process_failed(e, checkpoints, resume_hint)
+    return 0
 
 
 def _without_launcher_flag(argv: list[str]) -> list[str]:
@@ -269,83 +189,11 @@ def _without_launcher_flag(argv: list[str]) -> list[str]:
     return out
 
 
-def _remove_unstarted(run_dir: pathlib.Path, created: bool) -> None:
-    """Undoes a start that saved nothing, so the corrected command runs as if it were the first."""
-    for name in (RUN_FILE, "metrics.csv", "metrics.jsonl"):
-        (run_dir / name).unlink(missing_ok=True)
-    if created:
-        shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def _train(args, run_dir, env, config, record, restore) -> int:
-    env_id = record["env"]
-    metrics_path = run_dir / f"metrics.{record['metrics_format']}"
-    primary = distributed.is_primary()
-    hooks = []
-    if primary:  # process 0 alone writes files
-        if restore is None and args.resume:
-            drop_rows_after(metrics_path, 0)  # the epochs logged before a kill that came before any save
-        hooks.append(CSVLogger(metrics_path) if record["metrics_format"] == "csv" else JSONLLogger(metrics_path))
-        if not args.quiet:
-            hooks.append(ConsoleLogger())
-        if record.get("tensorboard") or args.tensorboard:
-            hooks.append(TensorBoardLogger(run_dir / "tensorboard"))
-    resume_hint = f"gymjax train --run-dir {shlex.quote(str(run_dir))} --resume" + distributed.same_processes_flags()
-    try:
-        make_policy, params, _ = train(
-            config,
-            env,
-            hooks=hooks,
-            checkpoint_dir=run_dir / CHECKPOINTS,
-            restore_checkpoint_path=restore,
-            progress_bar=not args.quiet,
-        )
-    except TrainingStopped as e:
-        if not primary:
-            return e.exit_code
-        _plot(run_dir, metrics_path, env_id)
-        if e.checkpoint is None:
-            print(f"stopped at epoch {e.epoch}, before any checkpoint; run the same command again to start over")
-        else:
-            print(f"stopped at epoch {e.epoch}, env step {e.env_steps:,}; resume with: {resume_hint}")
-        return e.exit_code
-    except KeyboardInterrupt:
-        steps = ckpt.step_dirs(run_dir / CHECKPOINTS)
-        where = f"the latest checkpoint is epoch {steps[-1]}" if steps else "no checkpoint was saved"
-        print(f"stopped at once, without saving the epoch in flight; {where}; resume with: {resume_hint}")
-        return 130
-    except ckpt.CheckpointError as e:
-        raise SystemExit(str(e)) from None
-    except OSError as e:  # a metrics or TensorBoard write
-        if ckpt.disk_error(e) is None:
-            raise
-        intact = ckpt.step_dirs(run_dir / CHECKPOINTS)
-        raise SystemExit(
-            f"could not write {e.filename or 'to ' + str(run_dir)}: {e.strerror}; intact checkpoints: "
-            f"{', '.join(map(str, intact)) or 'none'}"
-        ) from None
-    except Exception as e:
-        if jax.process_count() == 1:
-            raise
-        _process_failed(e, run_dir, resume_hint)
-    if not primary:
-        return 0
-    _plot(run_dir, metrics_path, env_id)
-    if record.get("video", True) and args.video:
-        policy = make_policy(params, deterministic=True)
-        video_env, steps = _video_env(env, config)
-        path, total = artifacts.record_video(
-            video_env, lambda obs: policy(obs)[0], run_dir / "policy.mp4", seed=config.seed, max_steps=steps
-        )
-        print(f"video: {path} (episode return {total:.1f})")
-    return 0
-
-
 # How a collective with a dead process fails, depending on which one was in flight.
 PEER_FAILURES = ("Gloo", "heartbeat", "Barrier failed", "Connection reset", "coordination service", "NCCL")
 
 
-def _process_failed(error: Exception, run_dir: pathlib.Path, resume_hint: str) -> None:
+def _process_failed(error: Exception, checkpoints: pathlib.Path, resume_hint: str) -> None:
     """An error in one process of several: say so in one line (with the traceback unless another
     process died), then leave at once. The others cannot go on without this one, and JAX's own
     shutdown would wait for a dead process (a heartbeat timeout), then abort with a C++ trace."""
@@ -353,7 +201,7 @@ def _process_failed(error: Exception, run_dir: pathlib.Path, resume_hint: str) -
     peer = any(marker in text for marker in PEER_FAILURES)
     if not peer:
         traceback.print_exc()
-    steps = ckpt.step_dirs(run_dir / CHECKPOINTS)
+    steps = ckpt.step_dirs(checkpoints)
     where = f"the last complete checkpoint is epoch {steps[-1]}" if steps else "no checkpoint was saved"
     reason = (text.strip().splitlines() or [type(error).__name__])[0][:200]
     cause = "another process probably died" if peer else "the other processes stop too"
@@ -367,13 +215,6 @@ def _process_failed(error: Exception, run_dir: pathlib.Path, resume_hint: str) -
     os._exit(1)
 
 
-def _plot(run_dir: pathlib.Path, metrics_path: pathlib.Path, env_id: str) -> None:
-    rows = artifacts.read_metrics(metrics_path)
-    if rows:
-        curve = artifacts.plot_learning_curve(rows, run_dir / "learning_curve.png", f"PPO on {env_id}")
-        print(f"learning curve: {curve}")
-
-
 @dataclasses.dataclass(frozen=True)
 class SavedPolicy:
     """A run directory's newest intact policy, with the env and config it was trained with."""
@@ -385,14 +226,17 @@ class SavedPolicy:
     meta: dict[str, Any]
 
 
-def _saved_policy(run_dir: pathlib.Path, deterministic: bool = True) -> SavedPolicy:
-    run = _read_run(common.check_run_dir(run_dir))
-    env = common.make_env(run["env"], run["env_kwargs"])
+def _saved_policy(path: pathlib.Path, deterministic: bool = True) -> SavedPolicy:
     try:
-        policy, meta = load_policy_and_meta(run_dir / CHECKPOINTS, deterministic=deterministic)
+        directory = rundir.RunDirectory(path)
+        record = directory.read()
+        env = directory.recorded_env(record)
+        policy, meta = load_policy_and_meta(directory.checkpoints, deterministic=deterministic)
+    except rundir.RunDirectoryError as e:
+        raise SystemExit(str(e)) from None
     except (FileNotFoundError, ckpt.CheckpointError) as e:
-        raise SystemExit(f"{run_dir}: {e}") from None
-    return SavedPolicy(run["env"], env, PPOConfig.from_dict(run["config"]), policy, meta)
+        raise SystemExit(f"{path}: {e}") from None
+    return SavedPolicy(record.env, env, record.config, policy, meta)
 
 
 def eval_command(args: argparse.Namespace) -> int:
@@ -427,18 +271,30 @@ def eval_command(args: argparse.Namespace) -> int:
             episodes=args.episodes, seed=args.seed, action_repeat=config.action_repeat,
         )
         summary["reference"] = {k: v for k, v in ref.items() if k != "eval_s"}
-    print(json.dumps(summary))
+    _say(json.dumps(summary))
     return 0
+
+
+def _say(line: str) -> None:
+    """Prints a command's result; output that cannot be written (a full disk under ``> file``) is an
+    error, never a success."""
+    try:
+        print(line, flush=True)
+    except OSError as e:
+        raise SystemExit(f"could not write the output: {e.strerror or e}") from None
 
 
 def render_command(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.suffix.lower() != ".mp4":
         raise SystemExit(f"--out {args.out}: expected a .mp4 path (the video is written with ffmpeg as MP4)")
     saved = _saved_policy(args.run_dir)
-    env, steps = _video_env(saved.env, saved.config)
+    env, steps = rundir.video_env(saved.env, saved.config)
     out = args.out or args.run_dir / "policy.mp4"
-    path, total = artifacts.record_video(env, saved.policy, out, seed=args.seed, max_steps=steps)
-    print(f"video: {path} (episode return {total:.1f})")
+    try:
+        path, total = artifacts.record_video(env, saved.policy, out, seed=args.seed, max_steps=steps)
+    except OSError as e:
+        raise SystemExit(f"could not write the video {out}: {e.strerror or e}") from None
+    _say(f"video: {path} (episode return {total:.1f})")
     return 0
 
 

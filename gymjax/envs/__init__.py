@@ -14,9 +14,10 @@ import importlib
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gymjax.core import Env
+if TYPE_CHECKING:
+    from gymjax.core import Env
 
 
 @dataclasses.dataclass(frozen=True)

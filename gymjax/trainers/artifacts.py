@@ -12,7 +12,9 @@ Run directory layout (written by ``gymjax train``)::
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import pathlib
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from gymjax.core import Env
+from gymjax.trainers import files
 from gymjax.trainers.loggers import read_rows
 
 
@@ -70,7 +73,8 @@ def plot_learning_curve(rows: list[dict[str, float]], path: pathlib.Path, title:
         ax.legend()
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with files.replaced(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
     return path
 
@@ -87,7 +91,9 @@ def record_video(
 ) -> tuple[pathlib.Path, float]:
     """Plays one episode of ``env`` (unbatched, time-limited) with ``policy`` and writes an mp4.
 
-    Returns the path and the episode's return.
+    Returns the path and the episode's return. The video replaces ``path`` only once it is
+    complete; one that ffmpeg could not finish (a full disk) raises ``OSError`` and leaves ``path``
+    as it was.
     """
     import imageio.v2 as imageio
 
@@ -95,13 +101,37 @@ def record_video(
     step = jax.jit(lambda state: env.step(state, policy(state.obs)))
     state = reset(jax.random.PRNGKey(seed))
     fps = env.metadata.get("render_fps", 30)
-    total = 0.0
-    with imageio.get_writer(path, fps=fps, macro_block_size=8) as writer:
-        for _ in tqdm(range(max_steps), desc="rendering", unit="frame", leave=False):
-            writer.append_data(np.asarray(env.render(state, width=width, height=height)))
-            state = step(state)
-            total += float(state.reward)
-            if bool(state.terminated | state.truncated):
-                writer.append_data(np.asarray(env.render(state, width=width, height=height)))
-                break
+    total, frames = 0.0, 0
+    path = pathlib.Path(path)
+    with files.replaced(path) as tmp:
+        # ffmpeg's own messages are quiet: its failures are found below, by what it wrote.
+        try:
+            with imageio.get_writer(tmp, fps=fps, macro_block_size=8, ffmpeg_log_level="quiet") as writer:
+                for _ in tqdm(range(max_steps), desc="rendering", unit="frame", leave=False):
+                    frames += 1
+                    writer.append_data(np.asarray(env.render(state, width=width, height=height)))
+                    state = step(state)
+                    total += float(state.reward)
+                    if bool(state.terminated | state.truncated):
+                        frames += 1
+                        writer.append_data(np.asarray(env.render(state, width=width, height=height)))
+                        break
+        except OSError:
+            pass  # ffmpeg died mid-video; imageio's message is ffmpeg's command line, the cause comes next
+        _check_video(tmp, path, frames)
     return path, total
+
+
+def _check_video(tmp: pathlib.Path, path: pathlib.Path, frames: int) -> None:
+    """ffmpeg exits quietly on a write error and imageio does not check: read the frames back."""
+    import imageio_ffmpeg
+
+    try:
+        readable = imageio_ffmpeg.count_frames_and_secs(str(tmp))[0]
+    except (RuntimeError, OSError):
+        readable = 0
+    if readable < frames:
+        free = os.statvfs(tmp.parent)
+        full = free.f_bavail * free.f_frsize < 2**20
+        code = errno.ENOSPC if full else errno.EIO
+        raise OSError(code, f"{os.strerror(code)}: ffmpeg wrote {readable} of {frames} frames", str(path))

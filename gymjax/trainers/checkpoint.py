@@ -44,6 +44,7 @@ import os
 import pathlib
 import shlex
 import socket
+import stat
 import sys
 import time
 import uuid
@@ -53,7 +54,7 @@ from typing import Any
 
 import orbax.checkpoint as ocp
 
-from gymjax.trainers import distributed
+from gymjax.trainers import distributed, files
 
 STATE, POLICY, META = "state", "policy", "meta"
 LOCK_FILE = ".lock"
@@ -140,9 +141,13 @@ class DirectoryLock:
 
     def __init__(self, directory: str | os.PathLike, what: str = "directory"):
         self.path = pathlib.Path(directory) / LOCK_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = -1
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Not through a link: truncating the holder's line would empty the link's target.
+            self._fd = files.open_fd(self.path, os.O_RDWR | os.O_CREAT)
+            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+                raise files.UnsafePath(errno.EINVAL, f"{self.path} is not a regular file", str(self.path))
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.read(self._fd, 4096).decode(errors="replace").strip() or "another process"
@@ -151,17 +156,28 @@ class DirectoryLock:
                 f"{self.path.parent} is in use by {holder}; one process at a time writes a {what} "
                 f"(wait for it to finish or stop it first)"
             ) from None
+        except OSError as e:
+            self._close()
+            raise CheckpointError(f"cannot lock the {what} {self.path.parent}: {e.strerror or e}") from None
         command = " ".join(shlex.quote(a) for a in sys.argv) or sys.executable
         holder = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}"
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, holder.encode() + b"\n", 0)
+        try:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, holder.encode() + b"\n", 0)
+        except OSError as e:  # a full disk: the lock holds without its note
+            self.release()
+            raise CheckpointError(f"cannot write {self.path}: {e.strerror}") from None
+
+    def _close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def release(self) -> None:
         if self._fd >= 0:
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = -1
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            self._close()  # closing drops the flock
 
 
 # -- writing -----------------------------------------------------------------------------

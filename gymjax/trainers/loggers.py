@@ -18,6 +18,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from gymjax.trainers import files
 from gymjax.trainers.hooks import Hook, Metrics, Progress
 
 
@@ -75,8 +76,7 @@ class JSONLLogger(_FileLogger):
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         row = {k: _finite_or_none(v) for k, v in _row(progress, metrics).items()}
-        with self.path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        files.append_text(self.path, json.dumps(row) + "\n")
 
 
 class CSVLogger(_FileLogger):
@@ -84,7 +84,7 @@ class CSVLogger(_FileLogger):
 
     Columns are the union of all metric names seen (evaluation columns appear
     in the epochs that evaluated, blank elsewhere). The file is rewritten whole
-    every epoch with :func:`replace_text`, so it is never half-written; rows
+    every epoch with :func:`gymjax.trainers.files.replace_text`, so it is never half-written; rows
     already in the file (from a run being resumed) are kept.
     """
 
@@ -99,7 +99,7 @@ class CSVLogger(_FileLogger):
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         self.rows.append(_row(progress, metrics))
         columns = list(dict.fromkeys(k for r in self.rows for k in r))
-        replace_text(self.path, _csv_text(columns, self.rows))
+        files.replace_text(self.path, _csv_text(columns, self.rows))
 
 
 class TensorBoardLogger(Hook):
@@ -171,7 +171,7 @@ def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
 
     A run resumed from a checkpoint older than its last logged epoch replays
     those epochs; dropping their old rows first keeps one row per epoch. The
-    file is rewritten with :func:`replace_text`.
+    file is rewritten with :func:`gymjax.trainers.files.replace_text`.
     """
     path = pathlib.Path(path)
     if not path.exists():
@@ -182,7 +182,7 @@ def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
         text = "".join(json.dumps(r) + "\n" for r in kept)
     else:
         text = _csv_text(columns, kept)
-    replace_text(path, text)
+    files.replace_text(path, text)
     return len(rows) - len(kept)
 
 
@@ -194,15 +194,7 @@ def _csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def replace_text(path: pathlib.Path, text: str) -> None:
-    """Writes ``path`` through a temporary file and an atomic rename: never half-written."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def _finite_or_none(value: float | int) -> float | int | None:
+def _finite_or_none(value: float) -> float | int | None:
     """JSON has no NaN; a diverged metric is written as null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None

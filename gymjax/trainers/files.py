@@ -1,0 +1,97 @@
+"""Writing files that may sit in a directory someone else prepared, without being turned against
+the user: nothing is written through a symbolic link, and nothing is ever half-written.
+
+People share run directories (downloaded results, a colleague's runs, a shared cluster disk). A
+write that follows a link planted there (``metrics.csv.tmp -> ~/.bashrc``) would overwrite a file
+outside the directory with content the directory chose. So every file gymjax writes is opened with
+``O_NOFOLLOW``; temporary files are created with ``O_EXCL`` (a leftover one is unlinked first, and
+unlinking a link removes the link, not its target); and whole files are replaced by an atomic
+rename, which replaces a link itself, never what it points at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import pathlib
+from collections.abc import Iterator
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Linux and macOS have it; elsewhere the rename still protects
+
+
+class UnsafePath(OSError):
+    """A path gymjax was to write is a symbolic link (or not a regular file)."""
+
+
+def open_fd(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that refuses to follow a symbolic link at ``path``, with a message naming it."""
+    try:
+        return os.open(path, flags | NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UnsafePath(
+                errno.ELOOP, f"{path} is a symbolic link; gymjax never writes through one (remove it)", str(path)
+            ) from None
+        if e.errno == errno.EEXIST and flags & os.O_EXCL:
+            raise UnsafePath(errno.EEXIST, f"{path} appeared while gymjax was creating it", str(path)) from None
+        raise
+
+
+def _temporary(path: pathlib.Path) -> pathlib.Path:
+    """``path``'s temporary sibling, created empty and exclusively (never a file someone placed)."""
+    tmp = path.with_name(f"{path.stem}.tmp{path.suffix}")  # the suffix kept: ffmpeg picks the format by it
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a kill's leftover, or a planted link: unlink removes the name only
+    os.close(open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    return tmp
+
+
+def replace_text(path: str | os.PathLike, text: str) -> None:
+    """Writes ``path`` whole through an exclusive temporary file and an atomic rename: never half-written,
+    never written through a link."""
+    path = pathlib.Path(path)
+    tmp = _temporary(path)
+    try:
+        fd = open_fd(tmp, os.O_WRONLY | os.O_TRUNC)
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def append_text(path: str | os.PathLike, text: str) -> None:
+    """Appends ``text`` in one ``write`` (a kill tears at most this text), creating ``path`` if needed."""
+    fd = open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(fd, "a", newline="") as f:
+        f.write(text)
+
+
+@contextlib.contextmanager
+def replaced(path: str | os.PathLike) -> Iterator[pathlib.Path]:
+    """For writers that take a file name (ffmpeg, matplotlib): yields a fresh temporary path to write,
+    then renames it onto ``path``. On an error ``path`` is left as it was and the temporary removed."""
+    path = pathlib.Path(path)
+    tmp = _temporary(path)
+    try:
+        yield tmp
+        if tmp.is_symlink() or not tmp.is_file():
+            raise UnsafePath(errno.EINVAL, f"{tmp} was replaced while being written", str(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def symlinks_under(directory: str | os.PathLike) -> list[pathlib.Path]:
+    """Every symbolic link at or under ``directory`` (not followed): what a directory gymjax writes
+    must not hold, since gymjax itself never makes one. ``directory`` itself may be a link: the user
+    named it."""
+    found = []
+    for parent, dirs, names in os.walk(directory, followlinks=False):
+        for name in dirs + names:
+            if os.path.islink(os.path.join(parent, name)):
+                found.append(pathlib.Path(parent, name))
+    return found

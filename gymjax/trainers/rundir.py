@@ -1,0 +1,467 @@
+"""A training run's directory: what it holds, who writes it, and what it refuses.
+
+``gymjax train`` and :func:`train` keep the same directory, with the same guarantees::
+
+    DIR/run.json            what the run is (RunRecord): env id and options, the full config
+    DIR/.lock               held by the process that writes the run
+    DIR/checkpoints/<epoch> orbax checkpoints (gymjax.trainers.checkpoint)
+    DIR/metrics.csv         one row per epoch (or metrics.jsonl)
+    DIR/tensorboard/        TensorBoard scalars, with tensorboard=True
+    DIR/learning_curve.png  return against env steps and against wall time
+    DIR/policy.mp4          the final policy, one episode
+
+What it guarantees, for directories people share (downloaded results, a colleague's runs, a
+cluster disk):
+
+- **Nothing read from it is executed or used as a path.** ``run.json`` is checked against
+  :class:`RunRecord` (known keys, their types and values; the metrics file is one of two fixed
+  names) before anything else; a damaged or foreign one is refused in one line naming the field.
+- **Nothing outside it is written.** A directory holding a symbolic link is refused (gymjax never
+  makes one); every file is opened without following links and replaced by an atomic rename
+  (:mod:`gymjax.trainers.files`), the lock included.
+- **One writer at a time**, by an ``fcntl`` lock on ``DIR/.lock`` that dies with its holder.
+- **Nothing saved is lost or mixed.** A fresh run refuses a directory holding another run's
+  checkpoints or metrics; a start that fails before saving anything leaves no trace, so the
+  corrected command runs as if it were the first; a resumed run replays from its checkpoint
+  and drops only the metric rows logged after it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gymjax import envs
+from gymjax.core import Env
+from gymjax.trainers import artifacts, distributed, files, reference
+from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers.hooks import Hook
+from gymjax.trainers.loggers import (
+    ConsoleLogger,
+    CSVLogger,
+    JSONLLogger,
+    TensorBoardLogger,
+    drop_rows_after,
+    read_rows,
+)
+from gymjax.trainers.ppo import PPOConfig, presets
+from gymjax.trainers.ppo import train as ppo_train
+from gymjax.trainers.stopping import TrainingStopped
+from gymjax.wrappers.training import single_env_stack
+
+RUN_FILE = "run.json"
+CHECKPOINTS = "checkpoints"
+METRICS_FORMATS = ("csv", "jsonl")
+
+
+class RunDirectoryError(ValueError):
+    """A run directory cannot be used as asked; the message names the directory and why."""
+
+
+# -- run.json ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """``run.json``: everything needed to continue, evaluate or render the run.
+
+    Attributes:
+        env: the registered id trained on.
+        env_kwargs: its options (JSON values).
+        config: the full :class:`PPOConfig`.
+        preset: the preset the config started from, if any.
+        metrics_format: ``"csv"`` or ``"jsonl"``: the metrics file is ``metrics.<format>``.
+        tensorboard: whether TensorBoard scalars are written too.
+        video: whether the final policy is rendered to ``policy.mp4``.
+    """
+
+    env: str
+    env_kwargs: dict[str, Any]
+    config: PPOConfig
+    preset: str | None = None
+    metrics_format: str = "csv"
+    tensorboard: bool = False
+    video: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.env, str):  # whether it is registered: make_env says, listing the ids
+            raise RunDirectoryError(f"env must be a registered id (a string), got {self.env!r}")
+        if not isinstance(self.env_kwargs, dict) or not all(isinstance(k, str) for k in self.env_kwargs):
+            raise RunDirectoryError(f"env_kwargs must be an object of option names, got {self.env_kwargs!r}")
+        if not isinstance(self.config, PPOConfig):
+            raise RunDirectoryError(f"config must be a PPOConfig, got {type(self.config).__name__}")
+        if self.preset is not None and (not isinstance(self.preset, str) or self.preset not in presets.names()):
+            raise RunDirectoryError(f"preset must be null or one of {presets.names()}, got {self.preset!r}")
+        if self.metrics_format not in METRICS_FORMATS:
+            raise RunDirectoryError(f"metrics_format must be one of {METRICS_FORMATS}, got {self.metrics_format!r}")
+        for name in ("tensorboard", "video"):
+            if not isinstance(getattr(self, name), bool):
+                raise RunDirectoryError(f"{name} must be true or false, got {getattr(self, name)!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "config": self.config.to_dict()}
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunRecord:
+        """The record in ``data`` (parsed JSON), or :class:`RunDirectoryError` naming the first bad field."""
+        if not isinstance(data, dict):
+            raise RunDirectoryError(f"expected a JSON object, got {type(data).__name__}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise RunDirectoryError(f"unknown keys {unknown}; known: {sorted(fields)}")
+        missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING and n not in data]
+        if missing:
+            raise RunDirectoryError(f"missing keys {missing}")
+        config = data["config"]
+        if not isinstance(config, dict):
+            raise RunDirectoryError(f"config must be an object of PPOConfig fields, got {config!r}")
+        try:
+            config = PPOConfig.from_dict(config)
+        except (TypeError, ValueError) as e:
+            raise RunDirectoryError(f"config: {e}") from None
+        return cls(**{**data, "config": config})
+
+
+# -- the directory ------------------------------------------------------------------------
+
+
+class RunDirectory:
+    """The paths of a run directory and the checks made before anything is written to it."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = pathlib.Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirectoryError(f"{self.path} is a file; expected a run directory")
+        self.run_file = self.path / RUN_FILE
+        self.checkpoints = self.path / CHECKPOINTS
+
+    def metrics(self, record: RunRecord) -> pathlib.Path:
+        return self.path / f"metrics.{record.metrics_format}"  # one of two fixed names, never from the file
+
+    def read(self) -> RunRecord:
+        """The validated ``run.json``; a missing, damaged or foreign one is refused in one line."""
+        if self.run_file.is_symlink() or (self.run_file.exists() and not self.run_file.is_file()):
+            raise RunDirectoryError(f"{self.run_file} is not a regular file; gymjax wrote none such")
+        if not self.run_file.exists():
+            raise RunDirectoryError(f"{self.path} is not a gymjax run directory (no {RUN_FILE}); train into it first")
+        try:
+            data = json.loads(self.run_file.read_text())
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RunDirectoryError(f"{self.run_file} is not valid JSON ({e}); it records the run's env and config") from None
+        try:
+            return RunRecord.from_json(data)
+        except RunDirectoryError as e:
+            raise RunDirectoryError(f"{self.run_file} is damaged or not gymjax's: {e}") from None
+
+    def recorded_env(self, record: RunRecord) -> Env:
+        """The env ``run.json`` records, or one line naming the file when it cannot be built."""
+        try:
+            return make_env(record.env, record.env_kwargs)
+        except RunDirectoryError as e:
+            raise RunDirectoryError(f"{self.run_file} is damaged or not gymjax's: {e}") from None
+
+    def check_links(self) -> None:
+        """Refuses a directory holding a symbolic link: a write through one would land outside."""
+        links = files.symlinks_under(self.path) if self.path.is_dir() else []
+        if links:
+            shown = ", ".join(str(p.relative_to(self.path)) for p in links[:3]) + (" ..." * (len(links) > 3))
+            raise RunDirectoryError(
+                f"{self.path} holds symbolic links ({shown}); gymjax never makes one and writes through none: "
+                f"remove them or pick another run directory"
+            )
+
+    def logged_rows(self) -> int:
+        return sum(len(read_rows(self.path / f"metrics.{fmt}")[1]) for fmt in METRICS_FORMATS)
+
+    def check_fresh(self) -> None:
+        """Refuses a directory holding another run's data, for a new run."""
+        saved = ckpt.step_dirs(self.checkpoints)
+        rows = self.logged_rows()
+        if self.run_file.exists():
+            if saved or rows:
+                raise RunDirectoryError(
+                    f"{self.path} already holds a run; resume it (gymjax train --resume) or pick another run directory"
+                )
+            print(f"{self.path}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
+        elif saved:
+            raise RunDirectoryError(
+                f"{self.checkpoints} holds checkpoints {saved} without a {RUN_FILE}: another run's; pick another "
+                f"run directory"
+            )
+        elif rows:
+            raise RunDirectoryError(
+                f"{self.path} holds {rows} metric rows without a {RUN_FILE}: another run's; pick another run directory"
+            )
+
+    def lock(self) -> ckpt.DirectoryLock:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            return ckpt.DirectoryLock(self.path, "run directory")
+        except ckpt.DirectoryInUse as e:
+            raise RunDirectoryError(str(e)) from None
+        except OSError as e:
+            raise RunDirectoryError(f"cannot write the run directory {self.path}: {e.strerror or e}") from None
+
+    def remove_unstarted(self, created: bool) -> None:
+        """Undoes a start that saved nothing, so the corrected command runs as if it were the first."""
+        for name in (RUN_FILE, *(f"metrics.{fmt}" for fmt in METRICS_FORMATS)):
+            (self.path / name).unlink(missing_ok=True)
+        if created:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+# -- a run: planned, then trained ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a start will do, decided before anything is written."""
+
+    directory: RunDirectory
+    record: RunRecord
+    env: Env
+    restore: pathlib.Path | None  # the checkpoints to resume from
+    resumed: bool
+    video: bool  # this start's choice; a resume may turn off the recorded one
+    tensorboard: bool  # a resume may turn it on
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
+    try:
+        return envs.make(env_id, **env_kwargs)
+    except (KeyError, TypeError, ValueError) as e:
+        raise RunDirectoryError(f"cannot make {env_id} with {env_kwargs}: {e}") from None
+
+
+def plan_fresh(path: str | os.PathLike, record: RunRecord) -> Plan:
+    directory = RunDirectory(path)
+    directory.check_links()
+    directory.check_fresh()
+    env = make_env(record.env, record.env_kwargs)
+    if record.config.reference_episodes:
+        try:
+            reference.reference_id(record.env)
+        except ValueError as e:
+            raise RunDirectoryError(f"reference_episodes={record.config.reference_episodes}: {e}") from None
+    return Plan(directory, record, env, None, resumed=False, video=record.video, tensorboard=record.tensorboard)
+
+
+def plan_resume(
+    path: str | os.PathLike, num_timesteps: int | None = None, *, video: bool = True, tensorboard: bool = False
+) -> Plan:
+    """The recorded run; trained to ``num_timesteps`` when that is more than it was set to. ``video=False``
+    skips the recorded video this once; ``tensorboard=True`` adds TensorBoard scalars."""
+    directory = RunDirectory(path)
+    directory.check_links()
+    record = directory.read()
+    restore = directory.checkpoints if ckpt.step_dirs(directory.checkpoints) else None
+    if restore is None:
+        print(f"{directory.path} has no checkpoint yet: starting its recorded run from scratch")
+    if num_timesteps is not None and num_timesteps != record.config.num_timesteps:
+        meta = ckpt.read_meta(directory.checkpoints) if restore else None
+        record = dataclasses.replace(record, config=extended(record.config, num_timesteps, meta))
+    env = directory.recorded_env(record)
+    return Plan(directory, record, env, restore, True, record.video and video, record.tensorboard or tensorboard)
+
+
+def extended(config: PPOConfig, num_timesteps: int, meta: dict[str, Any] | None) -> PPOConfig:
+    """``config`` trained to ``num_timesteps``: epochs of the same size, as many as the new budget needs."""
+    done = meta.get("env_steps") if meta else 0
+    if isinstance(done, bool) or not isinstance(done, int) or done < 0:
+        raise RunDirectoryError(f"the newest checkpoint's metadata has env_steps {done!r}, expected an int >= 0")
+    try:
+        longer = config.replace(num_timesteps=num_timesteps, epoch_iterations=config.iterations_per_epoch)
+    except ValueError as e:
+        raise RunDirectoryError(f"invalid num_timesteps: {e}") from None
+    if longer.total_env_steps <= done:
+        raise RunDirectoryError(
+            f"num_timesteps {num_timesteps:,} is not past the run's {done:,} env steps; pass a larger budget to "
+            f"train longer"
+        )
+    schedule = ""
+    if config.lr_schedule == "linear":
+        schedule = (
+            "; the linear learning-rate schedule is stretched to end at the new budget, so the learning rate "
+            f"steps up at env step {done:,} and then decays to 0 at {longer.total_env_steps:,}"
+        )
+    print(
+        f"training to {longer.total_env_steps:,} env steps (was {config.total_env_steps:,}): "
+        f"{longer.num_epochs} epochs of {longer.env_steps_per_epoch:,} steps in all{schedule}"
+    )
+    return longer
+
+
+def start(plan_fn: Callable[[], Plan]) -> tuple[Plan, ckpt.DirectoryLock | None, bool]:
+    """Plans in every process (read-only) and locks in process 0; if any refuses, all stop, with
+    nothing written. Returns the plan, the lock (process 0's) and whether the directory is new."""
+    refused, plan, lock, created = None, None, None, False
+    try:
+        plan = plan_fn()
+        if distributed.is_primary():
+            created = not plan.directory.path.exists()
+            lock = plan.directory.lock()
+    except (RunDirectoryError, ckpt.CheckpointError) as e:
+        refused = e
+    if distributed.any_process(refused is not None):  # a second writer stops every process, not one
+        if lock:
+            lock.release()
+            if created:
+                shutil.rmtree(plan.directory.path, ignore_errors=True)
+        raise refused or RunDirectoryError("another process refused to start (its output says why)")
+    return plan, lock, created
+
+
+def run(
+    plan_fn: Callable[[], Plan],
+    *,
+    hooks: Sequence[Hook] = (),
+    console: bool = True,
+    progress_bar: bool = True,
+) -> tuple[Callable[..., Any], Any, dict[str, Any]]:
+    """Starts the planned run (see :func:`start`), trains it, and writes the plot and the video."""
+    plan, lock, created = start(plan_fn)
+    directory, record = plan.directory, plan.record
+    primary = distributed.is_primary()
+    try:
+        loggers: list[Hook] = []
+        if primary:  # process 0 alone writes files other than checkpoint shards
+            files.replace_text(directory.run_file, json.dumps(record.to_json(), indent=2) + "\n")
+            loggers = _loggers(plan, console)
+        try:
+            make_policy, params, metrics = ppo_train(
+                record.config, plan.env, hooks=[*loggers, *hooks], checkpoint_dir=directory.checkpoints,
+                restore_checkpoint_path=plan.restore, progress_bar=progress_bar,
+            )
+        except TrainingStopped:
+            if primary:
+                _plot(plan)
+            raise
+        if primary:
+            _plot(plan)
+            if plan.video:
+                _video(plan, make_policy, params)
+        return make_policy, params, metrics
+    except BaseException:
+        if primary and not plan.resumed and not ckpt.step_dirs(directory.checkpoints) and not directory.logged_rows():
+            directory.remove_unstarted(created)
+        raise
+    finally:
+        if lock:
+            lock.release()
+
+
+def _loggers(plan: Plan, console: bool) -> list[Hook]:
+    record, metrics = plan.record, plan.directory.metrics(plan.record)
+    if plan.resumed and plan.restore is None:
+        drop_rows_after(metrics, 0)  # the epochs logged before a kill that came before any save
+    loggers: list[Hook] = [CSVLogger(metrics) if record.metrics_format == "csv" else JSONLLogger(metrics)]
+    if console:
+        loggers.append(ConsoleLogger())
+    if plan.tensorboard:
+        loggers.append(TensorBoardLogger(plan.directory.path / "tensorboard"))
+    return loggers
+
+
+def _plot(plan: Plan) -> None:
+    rows = artifacts.read_metrics(plan.directory.metrics(plan.record))
+    if rows:
+        path = artifacts.plot_learning_curve(rows, plan.directory.path / "learning_curve.png", f"PPO on {plan.record.env}")
+        print(f"learning curve: {path}")
+
+
+def video_env(env: Env, config: PPOConfig) -> tuple[Env, int]:
+    """One unbatched env as the policy was trained on it (action repeat, time limit), for a video;
+    and that time limit in agent steps. Evaluation plays a batch instead: ``make_eval_env``."""
+    steps = config.agent_episode_length(env)
+    return single_env_stack(env, steps, config.action_repeat, None), steps
+
+
+def _video(plan: Plan, make_policy, params) -> None:
+    policy = make_policy(params, deterministic=True)
+    env, steps = video_env(plan.env, plan.record.config)
+    path, total = artifacts.record_video(
+        env, lambda obs: policy(obs)[0], plan.directory.path / "policy.mp4", seed=plan.record.config.seed,
+        max_steps=steps,
+    )
+    print(f"video: {path} (episode return {total:.1f})")
+
+
+def train(
+    run_dir: str | os.PathLike,
+    env: str | None = None,
+    config: PPOConfig | None = None,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    preset: str | None = None,
+    resume: bool = False,
+    num_timesteps: int | None = None,
+    metrics_format: str = "csv",
+    tensorboard: bool = False,
+    video: bool = True,
+    hooks: Sequence[Hook] = (),
+    console: bool = True,
+    progress_bar: bool = True,
+) -> tuple[Callable[..., Any], Any, dict[str, Any]]:
+    """PPO trained into a run directory, as ``gymjax train`` does; returns what ``ppo.train`` returns.
+
+    A fresh run names ``env`` (a registered id; default: the preset's) and ``config`` (default: the
+    preset's, else PPOConfig's). ``resume=True`` continues the run recorded in ``run_dir`` from its
+    newest intact checkpoint, as recorded: only ``num_timesteps`` (to train longer) and
+    ``video=False`` may be given.
+
+    Raises:
+        RunDirectoryError: before anything is written, when the directory cannot be used as asked.
+        TrainingStopped: on SIGINT/SIGTERM, after saving the epoch it stopped at.
+    """
+    if resume:
+        given = [n for n, v in (("env", env), ("config", config), ("env_kwargs", env_kwargs), ("preset", preset))
+                 if v is not None] + ["metrics_format"] * (metrics_format != "csv")
+        if given:
+            raise RunDirectoryError(f"resume=True continues {run_dir} as recorded in {RUN_FILE}; drop {given}")
+        plan_fn = lambda: plan_resume(run_dir, num_timesteps, video=video, tensorboard=tensorboard)
+    else:
+        record = new_record(env, config, env_kwargs=env_kwargs, preset=preset, metrics_format=metrics_format,
+                            tensorboard=tensorboard, video=video, num_timesteps=num_timesteps)
+        plan_fn = lambda: plan_fresh(run_dir, record)
+    return run(plan_fn, hooks=hooks, console=console, progress_bar=progress_bar)
+
+
+def new_record(
+    env: str | None,
+    config: PPOConfig | None,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    preset: str | None = None,
+    num_timesteps: int | None = None,
+    **outputs: Any,
+) -> RunRecord:
+    """A fresh run's record: the preset's env and config unless given (a preset's env and another
+    ``env`` do not go together: its settings were tuned for its own)."""
+    try:
+        chosen = presets.get(preset) if preset else None
+    except ValueError as e:
+        raise RunDirectoryError(str(e)) from None
+    if chosen and env not in (None, chosen.env_id):
+        raise RunDirectoryError(
+            f"preset {preset} is tuned for {chosen.env_id}, not {env}; drop one of them (presets: {presets.listing()})"
+        )
+    if not chosen and env is None:
+        raise RunDirectoryError(f"name an env (a registered id) or a preset ({presets.listing()})")
+    if config is None:
+        changes = {} if num_timesteps is None else {"num_timesteps": num_timesteps}
+        config = PPOConfig.preset(chosen.name, **changes) if chosen else PPOConfig(**changes)
+    elif num_timesteps is not None:
+        config = config.replace(num_timesteps=num_timesteps)
+    return RunRecord(
+        env=env or chosen.env_id,
+        env_kwargs=dict(env_kwargs or {}),
+        config=config,
+        preset=chosen.name if chosen else None,
+        **outputs,
+    )

@@ -1,0 +1,285 @@
+"""Run directories crafted by someone else: traversal in run.json's fields, symbolic links at every
+file a run writes, damaged run.json shapes, and the disks and signals that used to end in tracebacks.
+Each case must leave every file outside the directory byte-identical and end in one line."""
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from ppo_configs import TINY
+
+from gymjax.cli import main
+from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers import files, rundir
+from gymjax.trainers.loggers import read_rows
+from gymjax.trainers.ppo import train
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ENV = "JaxCartPole-v0"
+FAST = ["--num-envs", "8", "--unroll-length", "16", "--num-minibatches", "2", "--update-epochs", "2",
+        "--num-evals", "0", "--quiet", "--no-video"]
+SECRET = b"the user's own file\n"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A finished run, trained through the API (the CLI's run directory, written by rundir.train)."""
+    path = tmp_path_factory.mktemp("trained") / "run"
+    rundir.train(path, ENV, TINY, video=False, console=False, progress_bar=False)
+    return path
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A file outside every run directory, which nothing may change."""
+    path = tmp_path / "outside" / "victim.txt"
+    path.parent.mkdir()
+    path.write_bytes(SECRET)
+    yield path
+    assert path.read_bytes() == SECRET and not path.is_symlink()
+
+
+def copy_of(run, tmp_path, name="run"):
+    target = tmp_path / name
+    shutil.copytree(run, target, symlinks=True)
+    return target
+
+
+def one_line(error: pytest.ExceptionInfo) -> str:
+    text = str(error.value.code if isinstance(error.value, SystemExit) else error.value)
+    assert "\n" not in text and "Traceback" not in text, text
+    return text
+
+
+def cli(*args, stdout=subprocess.PIPE):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(ROOT / ".jax_cache")}
+    return subprocess.run([sys.executable, "-m", "gymjax", *map(str, args)], check=False, env=env, stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=300)
+
+
+# -- names read from run.json ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["d/../../victim.txt", "../outside/victim.txt", "/etc/passwd", "csv/..", "CSV", 7])
+def test_metrics_format_is_one_of_two_names_never_a_path(trained, tmp_path, victim, value):
+    run = copy_of(trained, tmp_path)
+    (run / "metrics.d").mkdir()
+    record = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**record, "metrics_format": value}))
+    for command in (["train", "--run-dir", run, "--resume", "--timesteps", 8 * 128], ["eval", "--run-dir", run]):
+        with pytest.raises(SystemExit) as error:
+            main(list(map(str, command)))
+        assert "metrics_format must be one of ('csv', 'jsonl')" in one_line(error)
+
+
+def damaged(record):
+    """(description, run.json text, what the refusal names): every shape of damage seen in the probes."""
+    config = record["config"]
+    without = lambda key: {k: v for k, v in record.items() if k != key}
+    yield "empty file", "", "not valid JSON"
+    yield "not JSON", "{env: ant", "not valid JSON"
+    yield "a list", json.dumps([record]), "expected a JSON object, got list"
+    yield "a string", json.dumps("JaxAnt-v0"), "expected a JSON object, got str"
+    yield "no env", json.dumps(without("env")), "missing keys ['env']"
+    yield "no config", json.dumps(without("config")), "missing keys ['config']"
+    yield "no env_kwargs", json.dumps(without("env_kwargs")), "missing keys ['env_kwargs']"
+    yield "env a number", json.dumps({**record, "env": 3}), "env must be a registered id (a string), got 3"
+    yield "env unknown", json.dumps({**record, "env": "Evil-v0"}), "cannot make Evil-v0"
+    yield "env_kwargs a list", json.dumps({**record, "env_kwargs": ["x"]}), "env_kwargs must be an object"
+    yield "env option unknown", json.dumps({**record, "env_kwargs": {"evil": 1}}), "evil"
+    yield "config a list", json.dumps({**record, "config": [1]}), "config must be an object of PPOConfig fields"
+    yield "config field unknown", json.dumps({**record, "config": {**config, "evil": 1}}), "unknown PPOConfig fields"
+    yield "config type", json.dumps({**record, "config": {**config, "num_envs": "many"}}), "num_envs must be an int"
+    yield "sizes not a list", json.dumps({**record, "config": {**config, "policy_hidden_sizes": 64}}), "config:"
+    yield "key unknown", json.dumps({**record, "$(touch pwned)": 1}), "unknown keys ['$(touch pwned)']"
+    yield "video a string", json.dumps({**record, "video": "yes"}), "video must be true or false"
+    yield "preset unknown", json.dumps({**record, "preset": "evil"}), "preset must be null or one of"
+
+
+def test_a_damaged_run_json_is_refused_in_one_line_naming_the_field(trained, tmp_path):
+    record = json.loads((trained / "run.json").read_text())
+    run = copy_of(trained, tmp_path)
+    for description, text, named in damaged(record):
+        (run / "run.json").write_text(text)
+        for command in (["train", "--run-dir", run, "--resume"], ["eval", "--run-dir", run],
+                        ["render", "--run-dir", run]):
+            with pytest.raises(SystemExit) as error:
+                main(list(map(str, command)))
+            line = one_line(error)
+            assert named in line and str(run / "run.json") in line, (description, command[0], line)
+        assert (run / "run.json").read_text() == text  # refused, not rewritten
+
+
+def test_damaged_checkpoint_metadata_is_refused_when_extending(trained, tmp_path):
+    run = copy_of(trained, tmp_path)
+    latest = ckpt.step_dirs(run / "checkpoints")[-1]
+    meta_file = run / "checkpoints" / str(latest) / "meta" / "metadata"
+    meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "env_steps": "lots"}))
+    with pytest.raises(SystemExit) as error:
+        main(["train", "--run-dir", str(run), "--resume", "--timesteps", str(16 * 128)])
+    assert "env_steps 'lots', expected an int >= 0" in one_line(error)
+
+
+# -- symbolic links ------------------------------------------------------------------------------
+
+# Every name a run writes (the temporaries included) and the directories it writes into.
+WRITTEN = [".lock", "run.json", "run.tmp.json", "metrics.csv", "metrics.tmp.csv", "metrics.jsonl",
+           "learning_curve.png", "learning_curve.tmp.png", "policy.mp4", "policy.tmp.mp4",
+           "checkpoints/.lock", "tensorboard", "checkpoints"]
+
+
+@pytest.mark.parametrize("name", WRITTEN)
+def test_a_link_anywhere_in_a_run_directory_is_refused_and_nothing_outside_changes(trained, tmp_path, victim, name):
+    fresh, resumed = tmp_path / "fresh", copy_of(trained, tmp_path)
+    for run in (fresh, resumed):
+        link = run / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_dir():
+            shutil.rmtree(link)
+        link.unlink(missing_ok=True)
+        link.symlink_to(victim.parent if name in ("tensorboard", "checkpoints") else victim)
+    commands = [["train", "--env", ENV, *FAST, "--timesteps", "256", "--run-dir", fresh],
+                ["train", "--run-dir", resumed, "--resume", "--timesteps", str(8 * 128), "--no-video"]]
+    for command in commands:
+        with pytest.raises(SystemExit) as error:
+            main(list(map(str, command)))
+        assert "holds symbolic links" in one_line(error) and name in one_line(error)
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
+
+
+def test_rendering_replaces_a_planted_link_instead_of_writing_through_it(trained, tmp_path, victim):
+    run = copy_of(trained, tmp_path)
+    (run / "policy.mp4").symlink_to(victim)
+    (run / "policy.tmp.mp4").symlink_to(victim)
+    assert main(["render", "--run-dir", str(run)]) == 0
+    assert not (run / "policy.mp4").is_symlink() and (run / "policy.mp4").stat().st_size > 1000
+    assert not (run / "policy.tmp.mp4").exists()
+
+
+def test_the_files_module_never_writes_through_a_link(tmp_path, victim):
+    target = tmp_path / "metrics.csv"
+    (tmp_path / "metrics.tmp.csv").symlink_to(victim)  # a planted temporary
+    files.replace_text(target, "a,b\n")
+    assert target.read_text() == "a,b\n" and not (tmp_path / "metrics.tmp.csv").exists()
+    target.unlink()
+    target.symlink_to(victim)
+    files.replace_text(target, "c\n")  # the rename replaces the link itself
+    assert not target.is_symlink() and target.read_text() == "c\n"
+    target.unlink()
+    target.symlink_to(victim)
+    with pytest.raises(files.UnsafePath, match="is a symbolic link"):
+        files.append_text(target, "row\n")
+
+
+def test_a_linked_lock_is_refused_by_the_api_too(tmp_path, victim):
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / ".lock").symlink_to(victim)
+    with pytest.raises(ckpt.CheckpointError, match="cannot lock the checkpoint directory .*symbolic link"):
+        train(TINY, ENV, checkpoint_dir=checkpoints, progress_bar=False)
+
+
+# -- what the directory holds -----------------------------------------------------------------------
+
+
+def test_another_runs_metrics_without_run_json_are_refused_before_any_work(trained, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(trained / "metrics.csv", run / "metrics.csv")
+    before = (run / "metrics.csv").read_bytes()
+    with pytest.raises(SystemExit) as error:
+        main(["train", "--env", ENV, *FAST, "--timesteps", "256", "--run-dir", str(run)])
+    assert "metric rows without a run.json: another run's" in one_line(error)
+    assert sorted(p.name for p in run.iterdir()) == ["metrics.csv"] and (run / "metrics.csv").read_bytes() == before
+    with pytest.raises(SystemExit, match="not a gymjax run directory"):  # and --resume does not empty it
+        main(["train", "--run-dir", str(run), "--resume"])
+    assert (run / "metrics.csv").read_bytes() == before
+
+
+def test_the_api_keeps_the_same_run_directory(trained, tmp_path):
+    """rundir.train is what the CLI runs: resume, extension and the refusals are the same."""
+    with pytest.raises(rundir.RunDirectoryError, match="already holds a run"):
+        rundir.train(trained, ENV, TINY, console=False, progress_bar=False)
+    with pytest.raises(rundir.RunDirectoryError, match=r"resume=True continues .* drop \['config'\]"):
+        rundir.train(trained, config=TINY, resume=True)
+    run = copy_of(trained, tmp_path)
+    rundir.train(run, resume=True, num_timesteps=2 * TINY.num_timesteps, video=False, console=False,
+                 progress_bar=False)
+    record, before = rundir.RunDirectory(run).read(), rundir.RunDirectory(trained).read()
+    assert record.config.num_timesteps == 2 * TINY.num_timesteps
+    assert record == rundir.RunRecord(**{**vars(before), "config": record.config})  # the rest as recorded
+    rows = [int(r["env_steps"]) for r in read_rows(run / "metrics.csv")[1]]
+    assert rows == [128 * (i + 1) for i in range(8)]
+
+
+# -- disks and signals ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], check=False,
+                      capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def fill(directory: pathlib.Path) -> None:
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError, match="No space left"):
+            while True:
+                os.write(fd, b"\0" * 4096)
+    finally:
+        os.close(fd)
+
+
+def test_a_full_or_read_only_disk_before_the_lock_gives_one_line(small_disk):
+    fill(small_disk)
+    with pytest.raises(SystemExit) as error:
+        main(["train", "--env", ENV, *FAST, "--timesteps", "256", "--run-dir", str(small_disk / "run")])
+    assert "No space left on device" in one_line(error)
+    (small_disk / "filler").unlink()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    with pytest.raises(SystemExit) as error:
+        main(["train", "--env", ENV, *FAST, "--timesteps", "256", "--run-dir", str(small_disk / "run")])
+    assert "Read-only file system" in one_line(error)
+
+
+def test_rendering_onto_a_full_disk_is_an_error_and_leaves_no_broken_video(trained, small_disk):
+    fill(small_disk)
+    out = small_disk / "policy.mp4"
+    result = cli("render", "--run-dir", trained, "--out", out)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1].startswith(f"could not write the video {out}: No space left")
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_eval_output_onto_a_full_disk_is_an_error(trained):
+    with open("/dev/full", "w") as full:
+        result = cli("eval", "--run-dir", trained, "--episodes", "2", stdout=full)
+    assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("could not write the output")
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.2, 0.4, 0.7, 1.0, 1.5])
+def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(ROOT / ".jax_cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gymjax", "train", "--env", ENV, *FAST, "--timesteps", "100000",
+         "--run-dir", str(tmp_path / "run")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    # 130, or killed by SIGINT while Python itself starts (a shell reports both as 130)
+    assert proc.returncode in (130, -signal.SIGINT), (delay, proc.returncode, out, err[-2000:])
+    assert "Traceback" not in err, err[-2000:]
