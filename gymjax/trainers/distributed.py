@@ -79,8 +79,8 @@ def initialize(
     # CPU processes reduce over gloo; GPUs use NCCL whatever this says.
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     _connect(coordinator, num_processes, process_id, heartbeat_timeout_s, bind)
-    if bind is not None and _is_loopback(parse_coordinator(bind)[0]):
-        _gloo_on(parse_coordinator(bind)[0])
+    if bind is not None and _is_loopback(bind_host := parse_coordinator(bind)[0]):
+        _gloo_on(bind_host)
 
 
 def parse_coordinator(text: str) -> tuple[str, int]:

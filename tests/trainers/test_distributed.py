@@ -232,22 +232,28 @@ def test_processes_listen_on_loopback_only_and_die_with_their_launcher(tmp_path,
     wait_for_rows(run_dir, 2, [launcher])
     workers = children(launcher.pid)
     assert len(workers) == 2
-    command = pathlib.Path(f"/proc/{workers[0]}/cmdline").read_text().split("\0")
-    port = int(command[command.index("--coordinator") + 1].rsplit(":", 1)[1])
-    # The coordinator (process 0) and gloo (every process) listen on 127.0.0.1 only, not on *:port.
-    sockets = listening()
-    assert {address for address, p in sockets.values() if p == port} <= LOOPBACK
-    theirs = [sockets[i] for pid in workers for i in socket_inodes(pid) if i in sockets]
-    assert port in {p for _, p in theirs} and len(theirs) >= 3, theirs  # coordinator + gloo in each
-    assert {address for address, _ in theirs} <= LOOPBACK, theirs
+    try:
+        command = pathlib.Path(f"/proc/{workers[0]}/cmdline").read_text().split("\0")
+        port = int(command[command.index("--coordinator") + 1].rsplit(":", 1)[1])
+        # The coordinator (process 0) and gloo (every process) listen on 127.0.0.1 only, not on *:port.
+        sockets = listening()
+        assert {address for address, p in sockets.values() if p == port} <= LOOPBACK
+        theirs = [sockets[i] for pid in workers for i in socket_inodes(pid) if i in sockets]
+        assert port in {p for _, p in theirs} and len(theirs) >= 3, theirs  # coordinator + gloo in each
+        assert {address for address, _ in theirs} <= LOOPBACK, theirs
 
-    # SIGKILL: the launcher can pass nothing on; its processes notice and stop at an epoch.
-    launcher.kill()
-    start = time.monotonic()
-    out, err = launcher.communicate(timeout=90)  # returns once every worker closed the pipes
-    assert time.monotonic() - start < 90 and not any(alive(pid) for pid in workers)
-    assert "the launcher" in err and "is gone" in err and "ending now" not in err, err[-3000:]
-    assert "Traceback" not in err, err[-3000:]
+        # SIGKILL: the launcher can pass nothing on; its processes notice and stop at an epoch.
+        launcher.kill()
+        start = time.monotonic()
+        out, err = launcher.communicate(timeout=90)  # returns once every worker closed the pipes
+        assert time.monotonic() - start < 90 and not any(alive(pid) for pid in workers)
+        assert "the launcher" in err and "is gone" in err and "ending now" not in err, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]
+        assert len(rows(run_dir)) < len(rows(uninterrupted))  # stopped, not left to finish as orphans
+    finally:  # a failed check leaves no process behind
+        launcher.kill()
+        for pid in filter(alive, workers):
+            os.killpg(pid, signal.SIGKILL)
     with open(run_dir / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: no orphan holds it
         fcntl.flock(lock, fcntl.LOCK_UN)
@@ -309,3 +315,13 @@ def test_a_bad_coordinator_a_port_in_use_and_a_missing_process_are_one_line_each
     assert waited[0] == f"process 0 of 2: waiting up to 4 s (twice --heartbeat-timeout) for all processes at {missing}"
     assert waited[1].startswith(f"process 0 of 2: not every process reached the coordinator at {missing} within 4 s")
     assert seconds < 30  # startup included; the wait itself is 4 s
+
+
+def test_a_process_that_ignores_the_stop_is_ended_after_the_grace_period():
+    # -1 is never a parent's pid: the launcher counts as gone at once.
+    script = ("import signal; from gymjax.trainers import distributed\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stuck: never reaches a safe point\n"
+              "distributed._end_with_launcher(-1, 1.0)")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 143 and "ending now" in proc.stderr and time.monotonic() - start < 30, proc.stderr
