@@ -245,7 +245,7 @@ def test_processes_listen_on_loopback_only_and_die_with_their_launcher(tmp_path,
         # SIGKILL: the launcher can pass nothing on; its processes notice and stop at an epoch.
         launcher.kill()
         start = time.monotonic()
-        out, err = launcher.communicate(timeout=90)  # returns once every worker closed the pipes
+        _, err = launcher.communicate(timeout=90)  # returns once every worker closed the pipes
         assert time.monotonic() - start < 90 and not any(alive(pid) for pid in workers)
         assert "the launcher" in err and "is gone" in err and "ending now" not in err, err[-3000:]
         assert "Traceback" not in err, err[-3000:]
@@ -304,11 +304,10 @@ def test_a_bad_coordinator_a_port_in_use_and_a_missing_process_are_one_line_each
              explicit(missing, 0, "--heartbeat-timeout", 2)]
         )
     (bad_code, bad, _), (bad2_code, bad2, _), (in_use_code, used, _), (missing_code, waited, seconds) = results
-    assert bad_code == bad2_code == 1 and bad == ["--coordinator must be HOST:PORT with a port 1-65535 "
-                                                  "(e.g. 127.0.0.1:1234, [::1]:1234), got 'host:'"]
+    expected = "--coordinator must be HOST:PORT with a port 1-65535 (e.g. 127.0.0.1:1234, [::1]:1234), got 'host:'"
+    assert bad_code == bad2_code == 1 and bad == [expected]
     assert len(bad2) == 1 and "'nonsense'" in bad2[0]
-    assert in_use_code == 1 and used == [f"--coordinator {in_use} is in use (another run's coordinator?): "
-                                         "choose another port"]
+    assert in_use_code == 1 and used == [f"--coordinator {in_use} is in use (another run's coordinator?): choose another port"]
     # One line at once saying what it waits for, one when the wait (twice the heartbeat) is over;
     # JAX's own timeout, 10 s later, would abort with a C++ trace.
     assert missing_code == 1 and len(waited) == 2, waited
@@ -323,5 +322,6 @@ def test_a_process_that_ignores_the_stop_is_ended_after_the_grace_period():
               "signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stuck: never reaches a safe point\n"
               "distributed._end_with_launcher(-1, 1.0)")
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60,
+                          check=False)
     assert proc.returncode == 143 and "ending now" in proc.stderr and time.monotonic() - start < 30, proc.stderr
