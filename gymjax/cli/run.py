@@ -322,7 +322,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     group.add_argument("--distributed", action="store_true",
                        help="join a cluster run: jax.distributed.initialize() finds it (SLURM, Open MPI, "
                             "JAX_COORDINATOR_ADDRESS/JAX_NUM_PROCESSES/JAX_PROCESS_ID)")
-    group.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address, for an explicit start")
+    group.add_argument("--coordinator", metavar="HOST:PORT",
+                       help="process 0's address, for an explicit start; process 0 listens there only")
     group.add_argument("--num-processes", type=common.positive_int, help="processes in the run, for an explicit start")
     group.add_argument("--process-id", type=common.nonnegative_int,
                        help="this process's index, 0 to N-1, for an explicit start")

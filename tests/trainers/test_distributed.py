@@ -1,10 +1,12 @@
 """Several processes on jax.distributed (gloo on CPU), tested with local processes on CartPole."""
 
+import fcntl
 import hashlib
 import json
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -172,3 +174,154 @@ def test_distributed_flags_are_checked():
         distributed.initialize("127.0.0.1:1234", None, None)
     with pytest.raises(ValueError, match=r"--process-id must lie in \[0, 2\)"):
         distributed.initialize("127.0.0.1:1234", 2, 5)
+
+
+def children(pid):
+    """The pids whose parent is ``pid`` (from /proc, as pgrep -P)."""
+    found = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid):
+    try:
+        return (pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+    except OSError:
+        return False
+
+
+def listening():
+    """{socket inode: (address, port)} of every TCP socket in LISTEN state, IPv4 and IPv6."""
+    found = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in pathlib.Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # TCP_LISTEN
+                hex_address, hex_port = fields[1].split(":")
+                raw = bytes.fromhex(hex_address)  # 32-bit words in host (little-endian) order
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                family = socket.AF_INET if len(raw) == 4 else socket.AF_INET6
+                found[int(fields[9])] = (socket.inet_ntop(family, raw), int(hex_port, 16))
+    return found
+
+
+def socket_inodes(pid):
+    inodes = set()
+    for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1"}  # the second: IPv4 on a dual-stack socket
+
+
+def test_processes_listen_on_loopback_only_and_die_with_their_launcher(tmp_path, uninterrupted):
+    run_dir = tmp_path / "run"
+    launcher = gymjax("train", *FLAGS, "--local-processes", "2", "--run-dir", run_dir, wait=False)
+    wait_for_rows(run_dir, 2, [launcher])
+    workers = children(launcher.pid)
+    assert len(workers) == 2
+    try:
+        command = pathlib.Path(f"/proc/{workers[0]}/cmdline").read_text().split("\0")
+        port = int(command[command.index("--coordinator") + 1].rsplit(":", 1)[1])
+        # The coordinator (process 0) and gloo (every process) listen on 127.0.0.1 only, not on *:port.
+        sockets = listening()
+        assert {address for address, p in sockets.values() if p == port} <= LOOPBACK
+        theirs = [sockets[i] for pid in workers for i in socket_inodes(pid) if i in sockets]
+        assert port in {p for _, p in theirs} and len(theirs) >= 3, theirs  # coordinator + gloo in each
+        assert {address for address, _ in theirs} <= LOOPBACK, theirs
+
+        # SIGKILL: the launcher can pass nothing on; its processes notice and stop at an epoch.
+        launcher.kill()
+        start = time.monotonic()
+        _, err = launcher.communicate(timeout=90)  # returns once every worker closed the pipes
+        assert time.monotonic() - start < 90 and not any(alive(pid) for pid in workers)
+        assert "the launcher" in err and "is gone" in err and "ending now" not in err, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]
+        assert len(rows(run_dir)) < len(rows(uninterrupted))  # stopped, not left to finish as orphans
+    finally:  # a failed check leaves no process behind
+        launcher.kill()
+        for pid in filter(alive, workers):
+            os.killpg(pid, signal.SIGKILL)
+    with open(run_dir / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: no orphan holds it
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    resumed = gymjax("train", "--run-dir", run_dir, "--resume", "--local-processes", "2")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert rows(run_dir) == rows(uninterrupted)
+
+
+def one_line_failures(commands, timeout=60):
+    """Runs every ``gymjax`` command at once; for each its exit code, stderr lines and seconds taken."""
+    start = time.monotonic()
+    procs = [gymjax(*command, wait=False) for command in commands]
+    results = []
+    for p in procs:
+        _, err = p.communicate(timeout=timeout)
+        results.append((p.returncode, err.strip().splitlines(), time.monotonic() - start))
+    return results
+
+
+def explicit(coordinator, process_id=0, *extra):
+    return ("train", "--run-dir", "unused", "--coordinator", coordinator, "--num-processes", "2",
+            "--process-id", process_id, *extra)
+
+
+MALFORMED = ("nonsense", "host:", ":123", "host:99999", "host:abc", "host:0", "::1:80", "host:１２")
+
+
+@pytest.mark.parametrize("text", MALFORMED)
+def test_a_malformed_coordinator_is_refused_before_jax(text):
+    with pytest.raises(ValueError, match=r"--coordinator must be HOST:PORT with a port 1-65535"):
+        distributed.initialize(text, 2, 1)
+
+
+def test_the_coordinator_address_is_parsed():
+    assert distributed.parse_coordinator("127.0.0.1:1234") == ("127.0.0.1", 1234)
+    assert distributed.parse_coordinator("[::1]:65535") == ("::1", 65535)
+    assert distributed.parse_coordinator("node-7.cluster:1") == ("node-7.cluster", 1)
+
+
+def test_a_bad_coordinator_a_port_in_use_and_a_missing_process_are_one_line_each():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        in_use = f"127.0.0.1:{taken.getsockname()[1]}"
+        missing = f"127.0.0.1:{distributed.free_port()}"
+        results = one_line_failures(
+            [explicit("host:"), explicit("nonsense"), explicit(in_use),
+             explicit(missing, 0, "--heartbeat-timeout", 2)]
+        )
+    (bad_code, bad, _), (bad2_code, bad2, _), (in_use_code, used, _), (missing_code, waited, seconds) = results
+    expected = "--coordinator must be HOST:PORT with a port 1-65535 (e.g. 127.0.0.1:1234, [::1]:1234), got 'host:'"
+    assert bad_code == bad2_code == 1 and bad == [expected]
+    assert len(bad2) == 1 and "'nonsense'" in bad2[0]
+    assert in_use_code == 1 and used == [f"--coordinator {in_use} is in use (another run's coordinator?): choose another port"]
+    # One line at once saying what it waits for, one when the wait (twice the heartbeat) is over;
+    # JAX's own timeout, 10 s later, would abort with a C++ trace.
+    assert missing_code == 1 and len(waited) == 2, waited
+    assert waited[0] == f"process 0 of 2: waiting up to 4 s (twice --heartbeat-timeout) for all processes at {missing}"
+    assert waited[1].startswith(f"process 0 of 2: not every process reached the coordinator at {missing} within 4 s")
+    assert seconds < 30  # startup included; the wait itself is 4 s
+
+
+def test_a_process_that_ignores_the_stop_is_ended_after_the_grace_period():
+    # -1 is never a parent's pid: the launcher counts as gone at once.
+    script = ("import signal; from gymjax.trainers import distributed\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stuck: never reaches a safe point\n"
+              "distributed._end_with_launcher(-1, 1.0)")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 143 and "ending now" in proc.stderr and time.monotonic() - start < 30, proc.stderr
