@@ -303,8 +303,14 @@ def test_a_step_with_bad_metadata_is_damage_and_the_reader_falls_back(tmp_path, 
     tmp_path = shutil.copytree(two_steps, tmp_path / "c")
     path = tmp_path / "2" / "meta" / "metadata"
     path.write_text(json.dumps({**json.loads(path.read_text()), "env_steps": "lots"}))
-    with pytest.warns(UserWarning, match=r"checkpoint .*/c/2 is damaged \(DamagedCheckpoint: .*env_steps='lots'"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         _, meta = load_policy_and_meta(tmp_path)
+    assert [str(w.message) for w in caught] == [
+        f"checkpoint {tmp_path / '2'} is damaged (DamagedCheckpoint: the checkpoint's metadata has env_steps='lots' "
+        "(str); expected an int >= 0); trying an older step",
+        f"using checkpoint step 1 of {tmp_path}: the newer steps are damaged",
+    ]
     assert meta["step"] == 1 and meta["env_steps"] == 8 * 16
     with pytest.raises(ckpt.CheckpointError, match=r"step 2: DamagedCheckpoint: the checkpoint's metadata has env_s"):
         load_policy(tmp_path / "2")
