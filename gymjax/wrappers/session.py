@@ -32,6 +32,7 @@ import numpy as np
 
 from gymjax import envs
 from gymjax.core import Env, EpisodeStatistics, State
+from gymjax.core.memory import GIB, available_bytes, host_available_bytes, tree_bytes
 from gymjax.wrappers.training import (
     AutoResetMode,
     RandomizationFn,
@@ -59,6 +60,35 @@ def check_num_envs(num_envs: Any) -> int:
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
     return int(num_envs)
+
+
+# A step's input and output states are both alive while it runs: the batch is held twice.
+STATE_COPIES = 2
+# On the host, a step's results arrive once packed and once unpacked; and Gymnasium's batched
+# observation space holds a low and a high bound per observation value.
+HOST_COPIES = 2
+OBS_BOUNDS = 2
+
+
+def check_batch_fits(num_envs: int, states: Any, fetched: Any, obs: Any) -> None:
+    """Refuses a batch that cannot fit, before anything allocates, from the shapes ``jax.eval_shape``
+    gives its ``states``, a step's ``fetched`` results and one ``obs`` of each env: XLA finds out
+    only at the first reset, after the host has grown by gigabytes (10**8 CartPoles: past 6 GiB)."""
+    on_device = STATE_COPIES * tree_bytes(states)
+    on_host = HOST_COPIES * tree_bytes(fetched) + OBS_BOUNDS * tree_bytes(obs)
+    device, host = available_bytes(), host_available_bytes()
+    if jax.local_devices()[0].platform == "cpu":  # one memory for both
+        needs = [(on_device + on_host, device)]
+    else:
+        needs = [(on_device, device), (on_host, host)]
+    for needed, have in needs:
+        if have is not None and needed > have[0]:
+            raise ValueError(
+                f"num_envs={num_envs:,} needs at least {needed / GIB:,.1f} GiB ({num_envs:,} envs x "
+                f"{-(-needed // num_envs):,} bytes: env states held {STATE_COPIES} times, a step's results "
+                f"{HOST_COPIES} times on the host, and observation bounds); {have[1]} is "
+                f"{have[0] / GIB:.1f} GiB. Lower num_envs."
+            )
 
 
 def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None = None) -> np.ndarray:
@@ -352,7 +382,9 @@ class Session:
             jax.ShapeDtypeStruct((n, *self._key_shape()), jnp.uint32),
         )
         self._start_shapes = starts[0]
-        self._packer = _Packer(jax.eval_shape(self._host_view, starts[0]))
+        fetched = jax.eval_shape(self._host_view, starts[0])
+        check_batch_fits(n, starts[0], fetched, starts[0].obs)
+        self._packer = _Packer(fetched)
         self._step_host = jax.jit(self._step_and_pack)
 
     @staticmethod

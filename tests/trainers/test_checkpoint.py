@@ -1,11 +1,16 @@
-"""Checkpoints: exact resume, 64-bit step counter, a kill during a save, divergence, load_policy."""
+"""Checkpoints: exact resume, 64-bit step counter, a kill during a save, divergence, load_policy,
+readers racing a writer, damaged steps and metadata."""
 
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +20,7 @@ from ppo_configs import TINY
 
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
-from gymjax.trainers.ppo import PPOTrainer, SavedMeta, TrainingDiverged, load_policy, train
+from gymjax.trainers.ppo import PPOTrainer, SavedMeta, TrainingDiverged, load_policy, load_policy_and_meta, train
 
 ENV = "JaxCartPole-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -205,3 +210,107 @@ def test_saved_meta_reads_earlier_checkpoints_and_refuses_other_trainers(tmp_pat
     assert (old.elapsed_s, old.num_processes, old.state_layout, old.run_id) == (0.0, 1, 1, None)
     with pytest.raises(ckpt.IncompatibleCheckpoint, match="not a gymjax PPO checkpoint .*trainer='sac'"):
         SavedMeta.from_json({**written, "trainer": "sac"})
+
+
+def test_a_reader_racing_max_to_keep_never_calls_a_healthy_step_damaged(tmp_path):
+    """The writer deletes the older step as soon as a newer one is complete, file by file; a reader
+    that listed it fails on it while its directory still exists. Before: with max_to_keep=1, 55 of
+    500 reads failed outright and 10 warned of a damaged step; with max_to_keep=2, 14 of 500 warned."""
+    writer = ckpt.Checkpointer(tmp_path, max_to_keep=1)
+
+    def save(step):
+        tree = {"x": np.full(4, step, np.float32)}
+        writer.save(step, ckpt.Checkpoint(state=tree, policy=tree, meta={"step": step}))
+
+    save(0)
+    stop = threading.Event()
+
+    def write():
+        step = 0
+        while not stop.is_set():
+            step += 1
+            save(step)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    read = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(300):
+                checkpoint = ckpt.restore(tmp_path, with_state=False)
+                assert checkpoint.policy["x"][0] == checkpoint.step  # the step it says, whole
+                read.append(checkpoint.step)
+    finally:
+        stop.set()
+        thread.join()
+        writer.close()
+    assert [str(w.message) for w in caught if "damaged" in str(w.message)] == []
+    assert len(set(read)) > 10, read  # the writer did race the reader
+
+
+def damage_arrays(step_dir):
+    """Truncates the OCDBT files of each array item (``state/d/``, ``policy/d/``): the metadata reads,
+    the arrays do not, and tensorstore's callbacks fire after orbax's event loop has closed."""
+    for f in step_dir.glob("*/d/*"):
+        f.write_bytes(f.read_bytes()[:32])
+
+
+@pytest.fixture(scope="module")
+def two_steps(tmp_path_factory):
+    """A finished run's checkpoints, steps 1 and 2; tests damage copies of it."""
+    directory = tmp_path_factory.mktemp("two_steps")
+    train(TINY.replace(num_timesteps=2 * 8 * 16, num_evals=2), ENV, checkpoint_dir=directory, progress_bar=False)
+    assert saved_steps(directory) == [1, 2]
+    return directory
+
+
+def test_the_fallback_warning_stands_alone_on_stderr(tmp_path, two_steps):
+    """Before, loading this policy printed 10-16 'Event loop is closed' lines in 5-8 tracebacks."""
+    tmp_path = shutil.copytree(two_steps, tmp_path / "c")
+    damage_arrays(tmp_path / "2")
+    code = f"from gymjax.trainers.ppo import load_policy; load_policy({str(tmp_path)!r})"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"checkpoint {tmp_path / '2'} is damaged" in proc.stderr
+    assert f"using checkpoint step 1 of {tmp_path}" in proc.stderr
+    assert "Event loop is closed" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_saved_meta_refuses_a_field_missing_or_of_the_wrong_type(two_steps):
+    written = ckpt.read_meta(two_steps)
+    written.pop("step")
+    cases = [
+        ({"env_steps": "lots"}, "metadata has env_steps='lots' (str); expected an int >= 0"),
+        ({"epoch": True}, "metadata has epoch=True (bool); expected an int >= 0"),
+        ({"obs_size": 0}, "metadata has obs_size=0 (int); expected an int >= 1"),
+        ({"elapsed_s": float("nan")}, "metadata has elapsed_s=nan (float); expected a finite number >= 0"),
+        ({"action_space": {"n": 2}}, 'expected a JSON object with "type": "Box" or "Discrete"'),
+        ({"run_id": 7}, "metadata has run_id=7 (int); expected a string or null"),
+        ({"config": [1]}, "metadata has config=[1] (list); expected a JSON object of PPOConfig fields"),
+        ({"config": {**written["config"], "num_envs": "8"}}, "bad config: num_envs must be an int > 0, got '8'"),
+    ]
+    for change, words in cases:
+        with pytest.raises(ckpt.DamagedCheckpoint) as error:
+            SavedMeta.from_json({**written, **change})
+        assert words in str(error.value) and "\n" not in str(error.value)
+    for name in ("obs_size", "config", "env_steps"):
+        with pytest.raises(ckpt.DamagedCheckpoint, match=f"metadata lacks '{name}' \\(expected "):
+            SavedMeta.from_json({k: v for k, v in written.items() if k != name})
+
+
+def test_a_step_with_bad_metadata_is_damage_and_the_reader_falls_back(tmp_path, two_steps):
+    tmp_path = shutil.copytree(two_steps, tmp_path / "c")
+    path = tmp_path / "2" / "meta" / "metadata"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "env_steps": "lots"}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, meta = load_policy_and_meta(tmp_path)
+    assert [str(w.message) for w in caught] == [
+        f"checkpoint {tmp_path / '2'} is damaged (DamagedCheckpoint: the checkpoint's metadata has env_steps='lots' "
+        "(str); expected an int >= 0); trying an older step",
+        f"using checkpoint step 1 of {tmp_path}: the newer steps are damaged",
+    ]
+    assert meta["step"] == 1 and meta["env_steps"] == 8 * 16
+    with pytest.raises(ckpt.CheckpointError, match=r"step 2: DamagedCheckpoint: the checkpoint's metadata has env_s"):
+        load_policy(tmp_path / "2")

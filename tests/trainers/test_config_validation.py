@@ -34,6 +34,10 @@ BAD = [
     ("normalize_observations", 1, "normalize_observations must be True or False, got 1 (int)"),
     ("activation", "gelu", "activation must be one of ('tanh', 'relu', 'swish', 'elu'), got 'gelu'"),
     ("lr_schedule", "cosine", "lr_schedule must be one of ('constant', 'linear')"),
+    # PRNGKey raised a raw OverflowError past 2**63 - 1, and kept the low 32 bits of the rest.
+    ("seed", 2**70, "seed must be an int in [0, 2**32 - 1], got 1180591620717411303424 (int)"),
+    ("seed", 2**32, "seed must be an int in [0, 2**32 - 1], got 4294967296"),
+    ("seed", -1, "seed must be an int in [0, 2**32 - 1], got -1"),
 ]
 
 
@@ -42,6 +46,15 @@ def test_a_bad_value_names_the_field_and_what_it_takes(field, value, words):
     with pytest.raises(ValueError) as error:
         PPOConfig(**{field: value})
     assert words in str(error.value)
+
+
+def test_the_seed_range_is_what_prng_keys_tell_apart():
+    import jax
+
+    assert PPOConfig(seed=2**32 - 1).seed == 2**32 - 1
+    # Why 32 bits: without jax_enable_x64 a larger seed gives a smaller one's key.
+    if not jax.config.jax_enable_x64:
+        assert (jax.random.PRNGKey(2**32) == jax.random.PRNGKey(0)).all()
 
 
 def test_good_values_pass_and_numpy_numbers_become_python_numbers():

@@ -5,6 +5,7 @@ of Gymnasium tries first (pickling, forks, MuJoCo attributes, reset options)."""
 import copy
 import multiprocessing
 import pickle
+import time
 
 import gymnasium
 import jax
@@ -15,6 +16,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers import vector as vw
 
 import gymjax
+from gymjax.wrappers import session
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
 from gymjax.wrappers.sb3 import SB3VecEnv
 from gymjax.wrappers.torch import TorchEnv, TorchVectorEnv
@@ -273,3 +275,21 @@ def test_every_adapter_takes_the_same_options():
         frames = adapter.render()
         assert (len(frames) == 2) if isinstance(adapter, PettingZooVectorEnv) else frames.shape == (32, 32, 3)
         assert adapter.session.jax_env.dt == pytest.approx(2 * adapter.session.base.dt)
+
+
+def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_allocating(monkeypatch):
+    """Before, make_vec(num_envs=10**12) died allocating 931 GiB for a flag per env, and 10**8 grew
+    past 6 GiB tiling the observation bounds."""
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^num_envs=1,000,000,000,000 needs at least [0-9,.]+ GiB \(1,000,000,000,000 "
+                                         r"envs x \d+ bytes: env states .*\); .*memory is [0-9.]+ GiB\. Lower num_envs"):
+        gymnasium.make_vec("JaxCartPole-v0", num_envs=10**12)
+    assert time.perf_counter() - start < 5
+    # The same check on any machine: 10**7 CartPoles need ~2.6 GiB, 1,000 a few hundred KiB.
+    for where in ("available_bytes", "host_available_bytes"):
+        monkeypatch.setattr(session, where, lambda: (2**30, "this test's memory"))
+    with pytest.raises(ValueError, match=r"^num_envs=10,000,000 needs at least 2\.\d GiB .*; this test's memory is 1\.0 GiB"):
+        GymnasiumVectorEnv("JaxCartPole-v0", 10**7)
+    envs = GymnasiumVectorEnv("JaxCartPole-v0", 1000)
+    obs, _ = envs.reset(seed=0)
+    assert obs.shape == (1000, 4) and envs.step(np.zeros(1000, np.int64))[0].shape == (1000, 4)

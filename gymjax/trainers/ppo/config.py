@@ -31,6 +31,9 @@ RANGES: dict[str, tuple[Any, str]] = {
     "finite": (math.isfinite, " (finite)"),
     "nonzero": (lambda x: math.isfinite(x) and x != 0, " != 0 (finite)"),
     "unit": (lambda x: 0.0 <= x <= 1.0, " in [0, 1]"),
+    # PRNGKey(seed) overflows past 64 bits deep in JAX, and without jax_enable_x64 keeps only the
+    # low 32 (seed 2**32 would train as seed 0): 32 bits, as the env wrappers' seeds.
+    "seed": (lambda x: 0 <= x <= 2**32 - 1, " in [0, 2**32 - 1]"),
 }
 
 
@@ -91,7 +94,7 @@ class PPOConfig:
     unroll_length: int = _field(32, "agent steps per env per iteration", check="positive")
     num_minibatches: int = _field(8, "minibatches per pass over an iteration's data", check="positive")
     update_epochs: int = _field(4, "SGD passes over each iteration's data", check="positive")
-    seed: int = _field(0, "PRNG seed")
+    seed: int = _field(0, "PRNG seed, in [0, 2**32 - 1]", check="seed")
     # -- optimisation ---------------------------------------------------------
     learning_rate: float = _field(3e-4, "Adam learning rate", check="positive")
     lr_schedule: Literal["constant", "linear"] = _field("constant", "learning-rate schedule: constant | linear (to 0)")

@@ -9,14 +9,12 @@ input and output), and one iteration's rollout with its SGD copies.
 
 from __future__ import annotations
 
-import os
-
 import jax
-import numpy as np
 
+from gymjax.core.memory import GIB, available_bytes, tree_bytes
 from gymjax.trainers.ppo.config import PPOConfig
 
-GIB = 2**30
+
 # Per agent step of each env, in float32 values beyond the observation and action: reward, two
 # flags, log-prob, value, advantage, return, episode return and length, done mask.
 SCALARS_PER_STEP = 10
@@ -32,27 +30,10 @@ def estimate_bytes(config: PPOConfig, obs_size: int, action_size: int, env_state
     return 2 * env_state_bytes * envs + rollout
 
 
-def available_bytes() -> tuple[int, str] | None:
-    """Memory this process can use, and where it is: the first local device's limit, or the host's."""
-    device = jax.local_devices()[0]
-    if device.platform != "cpu":
-        stats = device.memory_stats() or {}
-        if "bytes_limit" in stats:
-            return int(stats["bytes_limit"]), f"{device.device_kind} memory"
-        return None
-    try:
-        with open("/proc/meminfo") as f:
-            fields = dict(line.split(":", 1) for line in f)
-        return int(fields["MemAvailable"].split()[0]) * 1024, "available host memory"
-    except (OSError, KeyError, ValueError):
-        pages = os.sysconf("SC_AVPHYS_PAGES") if hasattr(os, "sysconf") else None
-        return (pages * os.sysconf("SC_PAGE_SIZE"), "available host memory") if pages else None
-
-
 def check_fits(config: PPOConfig, env, obs_size: int, action_size: int, envs: int) -> None:
     """Refuses a config whose batch cannot fit, with the estimate; nothing runs or compiles."""
     state = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
-    state_bytes = sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(state))
+    state_bytes = tree_bytes(state)
     needed = estimate_bytes(config, obs_size, action_size, state_bytes, envs)
     have = available_bytes()
     if have is not None and needed > have[0]:

@@ -17,6 +17,7 @@ before them (string-keyed dicts with the same names).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import jax
@@ -63,6 +64,52 @@ _UNRECORDED = {
 }
 
 
+def _count(least: int) -> tuple[Any, str]:
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least), f"an int >= {least}"
+
+
+def _optional_str(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+# What each meta field must hold, and how the error names it: a field of another type would
+# otherwise pass through a load and fail later, far from the checkpoint (env_steps="lots").
+_EXPECTED: dict[str, tuple[Any, str]] = {
+    "config": (lambda v: isinstance(v, dict), "a JSON object of PPOConfig fields"),
+    "env_steps": _count(0),
+    "epoch": _count(0),
+    "elapsed_s": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
+        "a finite number >= 0",
+    ),
+    "num_devices": _count(1),
+    "num_processes": _count(1),
+    "obs_size": _count(1),
+    "action_space": (
+        lambda v: isinstance(v, dict) and v.get("type") in ("Box", "Discrete"),
+        'a JSON object with "type": "Box" or "Discrete"',
+    ),
+    "env_id": (_optional_str, "a string or null"),
+    "state_layout": _count(1),
+    "run_id": (_optional_str, "a string or null"),
+}
+
+
+def _checked(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta``'s fields, defaults filled in; raises DamagedCheckpoint naming a field missing or wrong."""
+    values = {**_UNRECORDED, **meta}
+    for name, (test, expected) in _EXPECTED.items():
+        if name not in values:
+            raise ckpt.DamagedCheckpoint(f"the checkpoint's metadata lacks {name!r} (expected {expected})")
+        if not test(values[name]):
+            got = repr(values[name])
+            got = got if len(got) <= 80 else got[:77] + "..."
+            raise ckpt.DamagedCheckpoint(
+                f"the checkpoint's metadata has {name}={got} ({type(values[name]).__name__}); expected {expected}"
+            )
+    return values
+
+
 @dataclasses.dataclass(frozen=True)
 class SavedMeta:
     """A checkpoint's ``meta`` item, written as JSON by :meth:`to_json`, read by :meth:`from_json`."""
@@ -89,12 +136,18 @@ class SavedMeta:
     def from_json(cls, meta: dict[str, Any]) -> SavedMeta:
         """The metadata of a checkpoint of this or an earlier gymjax; keys it does not know are ignored.
 
-        Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` for another trainer's.
+        Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` for another trainer's,
+        and :class:`~gymjax.trainers.checkpoint.DamagedCheckpoint` (a reader then falls back to an
+        older step) for a field missing or of the wrong type, naming it and what it should hold.
         """
         if meta.get("trainer") != TRAINER:
             raise ckpt.IncompatibleCheckpoint(
                 f"not a gymjax PPO checkpoint (its metadata has trainer={meta.get('trainer')!r})"
             )
-        values = {**_UNRECORDED, **meta}
+        values = _checked(meta)
+        try:
+            config = PPOConfig.from_dict(values["config"])
+        except (TypeError, ValueError) as e:
+            raise ckpt.DamagedCheckpoint(f"the checkpoint's metadata has a bad config: {e}") from None
         fields = {f.name: values[f.name] for f in dataclasses.fields(cls)}
-        return cls(**{**fields, "config": PPOConfig.from_dict(meta["config"])})
+        return cls(**{**fields, "config": config})
