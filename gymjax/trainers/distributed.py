@@ -125,16 +125,19 @@ def check_can_listen(address: str) -> None:
             raise ValueError(f"--coordinator {address}: process 0 cannot listen there ({e.strerror})") from None
 
 
+# A start that connects within this many seconds says nothing about waiting.
+QUIET_CONNECT_S = 3.0
+
+
 def _connect(coordinator, num_processes, process_id, heartbeat_timeout_s, bind) -> None:
     """jax.distributed.initialize, bounded: JAX aborts in C++ when its wait runs out, so a thread
     says why in one line and exits just before."""
     wait_s = 2 * heartbeat_timeout_s
     who = f"process {process_id} of {num_processes}" if num_processes else "this process"
     where = f"at {coordinator}" if coordinator else "at the cluster's coordinator"
-    print(f"{who}: waiting up to {wait_s} s (twice --heartbeat-timeout) for all processes {where}",
-          file=sys.stderr, flush=True)
     connected = threading.Event()
     _start_daemon(_give_up, connected, wait_s,
+                  f"{who}: waiting up to {wait_s} s (twice --heartbeat-timeout) for all processes {where}",
                   f"{who}: not every process reached the coordinator {where} within {wait_s} s; start all of them "
                   f"with the same --coordinator and --num-processes and each its own --process-id, "
                   f"or wait longer with a larger --heartbeat-timeout")
@@ -150,10 +153,15 @@ def _connect(coordinator, num_processes, process_id, heartbeat_timeout_s, bind) 
     connected.set()
 
 
-def _give_up(connected: threading.Event, wait_s: float, line: str) -> None:
-    if not connected.wait(wait_s):
-        _say(line)
-        os._exit(1)
+def _give_up(connected: threading.Event, wait_s: float, waiting: str, line: str) -> None:
+    """Says it waits once the others are late (a normal start connects in a second or two), and
+    gives up at ``wait_s``."""
+    late_s = min(QUIET_CONNECT_S, wait_s)
+    if not connected.wait(late_s):
+        _say(waiting)
+        if not connected.wait(wait_s - late_s):
+            _say(line)
+            os._exit(1)
 
 
 def _end_with_launcher(launcher_pid: int, grace_s: float) -> None:

@@ -325,3 +325,19 @@ def test_a_process_that_ignores_the_stop_is_ended_after_the_grace_period():
     proc = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60,
                           check=False)
     assert proc.returncode == 143 and "ending now" in proc.stderr and time.monotonic() - start < 30, proc.stderr
+
+
+def test_a_second_writer_in_several_processes_is_refused_in_every_process(tmp_path):
+    """Process 0 alone takes the run directory's lock; its refusal stops the others too, in one
+    line each, instead of a C++ abort of both when process 1 trains on alone."""
+    run_dir = tmp_path / "run"
+    lock = ckpt.DirectoryLock(run_dir, "run directory")  # another writer holds it
+    try:
+        [(code, lines, seconds)] = one_line_failures([("train", *FLAGS, "--run-dir", run_dir, "--local-processes", 2)])
+    finally:
+        lock.release()
+    text = "\n".join(lines)
+    assert code == 1 and seconds < 60, text
+    assert f"{run_dir} is in use by pid {os.getpid()}" in text and "another process refused to start" in text
+    assert "Traceback" not in text and "Check failed" not in text
+    assert sorted(p.name for p in run_dir.iterdir()) == [".lock"]  # nothing written
