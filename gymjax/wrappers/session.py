@@ -76,11 +76,17 @@ def check_batch_fits(num_envs: int, states: Any, fetched: Any, obs: Any) -> None
     only at the first reset, after the host has grown by gigabytes (10**8 CartPoles: past 6 GiB)."""
     on_device = STATE_COPIES * tree_bytes(states)
     on_host = HOST_COPIES * tree_bytes(fetched) + OBS_BOUNDS * tree_bytes(obs)
-    device, host = available_bytes(), host_available_bytes()
-    if jax.local_devices()[0].platform == "cpu":  # one memory for both
-        needs = [(on_device + on_host, device)]
+    from jax._src import xla_bridge
+
+    host = host_available_bytes()
+    if not xla_bridge.backends_are_initialized():
+        # Asking for the device would start JAX's runtime, and a process forked after that (an
+        # AsyncVectorEnv's workers, whose parent builds one env for its spaces) cannot use JAX.
+        needs = [(on_device + on_host, host)]
+    elif jax.local_devices()[0].platform == "cpu":  # one memory for both
+        needs = [(on_device + on_host, host)]
     else:
-        needs = [(on_device, device), (on_host, host)]
+        needs = [(on_device, available_bytes()), (on_host, host)]
     for needed, have in needs:
         if have is not None and needed > have[0]:
             raise ValueError(
