@@ -37,3 +37,12 @@ def host_available_bytes() -> tuple[int, str] | None:
 def tree_bytes(shapes: Any) -> int:
     """Bytes of a pytree of arrays or ``jax.ShapeDtypeStruct`` s (from ``jax.eval_shape``)."""
     return sum(int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(shapes))
+
+
+def refuse_if_short(needed: int, have: tuple[int, str] | None, what: str, detail: str, advice: str) -> None:
+    """Raises ``ValueError`` (``"<what> needs at least N GiB (<detail>); <where> is M GiB. <advice>"``)
+    when ``needed`` bytes exceed what is available (``have``, from :func:`available_bytes`)."""
+    if have is not None and needed > have[0]:
+        raise ValueError(
+            f"{what} needs at least {needed / GIB:,.1f} GiB ({detail}); {have[1]} is {have[0] / GIB:.1f} GiB. {advice}"
+        )

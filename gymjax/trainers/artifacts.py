@@ -12,10 +12,12 @@ Run directory layout (written by ``gymjax train``)::
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
 import pathlib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -103,7 +105,7 @@ def record_video(
     fps = env.metadata.get("render_fps", 30)
     total, frames = 0.0, 0
     path = pathlib.Path(path)
-    with files.replaced(path) as tmp:
+    with files.replaced(path) as tmp, _forking_ffmpeg():
         # ffmpeg's own messages are quiet: its failures are found below, by what it wrote.
         try:
             with imageio.get_writer(tmp, fps=fps, macro_block_size=8, ffmpeg_log_level="quiet") as writer:
@@ -120,6 +122,16 @@ def record_video(
             pass  # ffmpeg died mid-video; imageio's message is ffmpeg's command line, the cause comes next
         _check_video(tmp, path, frames)
     return path, total
+
+
+@contextlib.contextmanager
+def _forking_ffmpeg():
+    """imageio starts ffmpeg with fork + exec, and JAX warns at every fork that a child touching JAX
+    would deadlock; this child execs ffmpeg at once and never touches JAX, so the warning (shown in
+    every default run) would say nothing true."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        yield
 
 
 def _check_video(tmp: pathlib.Path, path: pathlib.Path, frames: int) -> None:

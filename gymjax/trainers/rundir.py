@@ -179,7 +179,7 @@ class RunDirectory:
     def logged_rows(self) -> int:
         return sum(len(read_rows(self.path / f"metrics.{fmt}")[1]) for fmt in METRICS_FORMATS)
 
-    def check_fresh(self) -> None:
+    def check_fresh(self, say: bool = True) -> None:
         """Refuses a directory holding another run's data, for a new run."""
         saved = ckpt.step_dirs(self.checkpoints)
         rows = self.logged_rows()
@@ -188,7 +188,8 @@ class RunDirectory:
                 raise RunDirectoryError(
                     f"{self.path} already holds a run; resume it (gymjax train --resume) or pick another run directory"
                 )
-            print(f"{self.path}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
+            if say:
+                print(f"{self.path}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
         elif saved:
             raise RunDirectoryError(
                 f"{self.checkpoints} holds checkpoints {saved} without a {RUN_FILE}: another run's; pick another "
@@ -306,6 +307,8 @@ def start(plan_fn: Callable[[], Plan]) -> tuple[Plan, ckpt.DirectoryLock | None,
         if distributed.is_primary():
             created = not plan.directory.path.exists()
             lock = plan.directory.lock()
+            if not plan.resumed:  # again, under the lock: a run may have finished there since the plan
+                plan.directory.check_fresh(say=False)
     except (RunDirectoryError, ckpt.CheckpointError) as e:
         refused = e
     if distributed.any_process(refused is not None):  # a second writer stops every process, not one
@@ -313,6 +316,7 @@ def start(plan_fn: Callable[[], Plan]) -> tuple[Plan, ckpt.DirectoryLock | None,
             lock.release()
             if created:
                 shutil.rmtree(plan.directory.path, ignore_errors=True)
+            lock = None
         raise refused or RunDirectoryError("another process refused to start (its output says why)")
     return plan, lock, created
 

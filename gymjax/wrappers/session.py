@@ -32,7 +32,7 @@ import numpy as np
 
 from gymjax import envs
 from gymjax.core import Env, EpisodeStatistics, State
-from gymjax.core.memory import GIB, available_bytes, host_available_bytes, tree_bytes
+from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
 from gymjax.wrappers.training import (
     AutoResetMode,
     RandomizationFn,
@@ -88,13 +88,9 @@ def check_batch_fits(num_envs: int, states: Any, fetched: Any, obs: Any) -> None
     else:
         needs = [(on_device, available_bytes()), (on_host, host)]
     for needed, have in needs:
-        if have is not None and needed > have[0]:
-            raise ValueError(
-                f"num_envs={num_envs:,} needs at least {needed / GIB:,.1f} GiB ({num_envs:,} envs x "
-                f"{-(-needed // num_envs):,} bytes: env states held {STATE_COPIES} times, a step's results "
-                f"{HOST_COPIES} times on the host, and observation bounds); {have[1]} is "
-                f"{have[0] / GIB:.1f} GiB. Lower num_envs."
-            )
+        detail = (f"{num_envs:,} envs x {-(-needed // num_envs):,} bytes: env states held {STATE_COPIES} times, "
+                  f"a step's results {HOST_COPIES} times on the host, and observation bounds")
+        refuse_if_short(needed, have, f"num_envs={num_envs:,}", detail, "Lower num_envs.")
 
 
 def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None = None) -> np.ndarray:

@@ -177,11 +177,15 @@ def test_the_files_module_never_writes_through_a_link(tmp_path, victim):
         files.append_text(target, "row\n")
 
 
-def test_a_linked_lock_is_refused_by_the_api_too(tmp_path, victim):
+def test_links_in_a_checkpoint_directory_are_refused_by_the_api_too(tmp_path, victim):
     checkpoints = tmp_path / "checkpoints"
     checkpoints.mkdir()
     (checkpoints / ".lock").symlink_to(victim)
     with pytest.raises(ckpt.CheckpointError, match="cannot lock the checkpoint directory .*symbolic link"):
+        train(TINY, ENV, checkpoint_dir=checkpoints, progress_bar=False)
+    (checkpoints / ".lock").unlink()
+    (checkpoints / "1").symlink_to(victim.parent)  # where orbax would write step 1
+    with pytest.raises(ckpt.CheckpointError, match="holds symbolic links"):
         train(TINY, ENV, checkpoint_dir=checkpoints, progress_bar=False)
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import jax
 
-from gymjax.core.memory import GIB, available_bytes, tree_bytes
+from gymjax.core.memory import available_bytes, refuse_if_short, tree_bytes
 from gymjax.trainers.ppo.config import PPOConfig
-
 
 # Per agent step of each env, in float32 values beyond the observation and action: reward, two
 # flags, log-prob, value, advantage, return, episode return and length, done mask.
@@ -35,11 +34,8 @@ def check_fits(config: PPOConfig, env, obs_size: int, action_size: int, envs: in
     state = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
     state_bytes = tree_bytes(state)
     needed = estimate_bytes(config, obs_size, action_size, state_bytes, envs)
-    have = available_bytes()
-    if have is not None and needed > have[0]:
-        raise ValueError(
-            f"num_envs={config.num_envs} with unroll_length={config.unroll_length} needs at least "
-            f"{needed / GIB:.1f} GiB ({envs:,} envs in this process x {state_bytes:,} bytes of env state, "
-            f"and one iteration's rollout); {have[1]} is {have[0] / GIB:.1f} GiB. Lower num_envs or "
-            f"unroll_length, or add devices."
-        )
+    refuse_if_short(
+        needed, available_bytes(), f"num_envs={config.num_envs} with unroll_length={config.unroll_length}",
+        f"{envs:,} envs in this process x {state_bytes:,} bytes of env state, and one iteration's rollout",
+        "Lower num_envs or unroll_length, or add devices.",
+    )
