@@ -16,7 +16,8 @@ A resumed run hands each hook its saved state before ``before_training``, so a
 run killed and resumed ends with the same hook state as an uninterrupted one.
 The state must be a JSON object of JSON values (no NaN or infinity: it is read
 back as standard JSON, never unpickled); tuples come back as lists. Saved states
-are keyed by the hook's position in the (flattened) hook list and its class name.
+are keyed by the hook's position among the hooks that have state and its class
+name (``0:EarlyStopping``), so stateless hooks, loggers included, may come and go.
 A resume whose stateful hooks differ warns in one line: hooks that match by
 position and class get their state back, the others start fresh (as when a run
 resumes on another device count, the run goes on but may not reproduce).
@@ -152,12 +153,15 @@ class Hooks(Hook):
 
     # -- state, for checkpoints ----------------------------------------------------------
 
+    def _with_state(self) -> dict[tuple[int, str], Hook]:
+        """The hooks with state, keyed by (position among them, class name)."""
+        with_state = [h for h in self.hooks if _stateful(h)]
+        return {(i, type(h).__name__): h for i, h in enumerate(with_state)}
+
     def state_dict(self) -> dict[str, Any]:
         """Every stateful hook's state, keyed by position and class: a checkpoint's ``hooks`` item."""
         entries = []
-        for index, hook in enumerate(self.hooks):
-            if not _stateful(hook):
-                continue
+        for (index, _), hook in self._with_state().items():
             name = type(hook).__name__
             state = hook.state_dict()
             try:
@@ -176,7 +180,7 @@ class Hooks(Hook):
         Warns in one line when the saved hooks differ from these; raises :class:`HookStateError`
         naming the hook whose ``load_state_dict`` refuses its state.
         """
-        current = {(i, type(h).__name__): h for i, h in enumerate(self.hooks) if _stateful(h)}
+        current = self._with_state()
         if saved is None:
             if current:
                 warnings.warn(f"{where} holds no hook state (an earlier gymjax wrote it): every hook starts fresh",
