@@ -42,7 +42,7 @@ class Counter(Hook):
 
     def load_state_dict(self, state):
         if not isinstance(state.get("count"), int):
-            raise ValueError(f"expected an int count, got {state.get('count')!r}")
+            raise TypeError(f"expected an int count, got {state.get('count')!r}")
         self.count = state["count"]
 
 
@@ -183,7 +183,7 @@ def test_a_hook_refusing_its_state_is_one_line_naming_it_and_nothing_changes(ste
     with pytest.raises(HookStateError) as error:
         resume(steps, [Counter()])
     assert str(error.value) == (
-        "hook 0 (Counter) cannot load its state from checkpoint step 2: ValueError: expected an int count, got 'two'"
+        "hook 0 (Counter) cannot load its state from checkpoint step 2: TypeError: expected an int count, got 'two'"
     )
     assert ckpt.step_dirs(steps) == [1, 2]
 
@@ -195,8 +195,10 @@ def test_another_hook_list_is_warned_and_matching_hooks_keep_their_state():
     with pytest.warns(UserWarning) as caught:
         Hooks([early, Hook(), counter]).load_state_dict(saved)
     assert [str(w.message) for w in caught] == [
-        "the hooks differ from those that wrote the checkpoint (saved: 0:Counter, 1:EarlyStopping; "
-        "now: 0:EarlyStopping, 1:Counter): none get their state back, the others start fresh"
+        (
+            "the hooks differ from those that wrote the checkpoint (saved: 0:Counter, 1:EarlyStopping; "
+            "now: 0:EarlyStopping, 1:Counter): none get their state back, the others start fresh"
+        )
     ]
     assert counter.count == 0
     Hooks([Hook(), counter, Hook(), early]).load_state_dict(saved)  # stateless hooks do not count
