@@ -1,12 +1,15 @@
 """Checkpoints with orbax-checkpoint's ``CheckpointManager``, kept safe around it.
 
-A checkpoint has three items, each in its own subdirectory of a step directory
+A checkpoint has four items, each in its own subdirectory of a step directory
 ``<root>/<step>/``:
 
 - ``state``: a pytree of everything needed to continue training bit for bit;
 - ``policy``: a pytree of just what the policy needs, so a policy loads without
   the env or the trainer;
-- ``meta``: JSON, with the ``run_id`` of the run that wrote it.
+- ``meta``: JSON, with the ``run_id`` of the run that wrote it;
+- ``hooks``: JSON, the training hooks' states (:mod:`gymjax.trainers.hooks`). Steps
+  written before it existed lack it (their meta lacks ``"hook_state"``) and still
+  load; a policy load never reads it.
 
 What they hold for PPO is defined once, in :mod:`gymjax.trainers.ppo.saved`.
 
@@ -55,8 +58,9 @@ from typing import Any
 import orbax.checkpoint as ocp
 
 from gymjax.trainers import distributed, files
+from gymjax.trainers.hooks import check_saved_state
 
-STATE, POLICY, META = "state", "policy", "meta"
+STATE, POLICY, META, HOOKS = "state", "policy", "meta", "hooks"
 LOCK_FILE = ".lock"
 
 # Orbax logs a WARNING for every step directory without its metadata file
@@ -83,11 +87,13 @@ class DirectoryInUse(CheckpointError):
 
 @dataclasses.dataclass
 class Checkpoint:
-    """One checkpoint's contents. ``state`` and ``policy`` are pytrees of arrays; ``meta`` is JSON."""
+    """One checkpoint's contents. ``state`` and ``policy`` are pytrees of arrays; ``meta`` and
+    ``hooks`` are JSON (``hooks`` None: not saved, or read from a step written without it)."""
 
     state: Any
     policy: Any
     meta: dict[str, Any]
+    hooks: dict[str, Any] | None = None
     step: int | None = None  # the step it was read from
     damaged: tuple[int, ...] = ()  # newer steps that could not be read
 
@@ -284,13 +290,16 @@ class Checkpointer:
         when the disk is full or not writable.
         """
         meta = {**checkpoint.meta, "run_id": self.run_id}
-        args = ocp.args.Composite(
-            **{
-                STATE: ocp.args.StandardSave(checkpoint.state),
-                POLICY: ocp.args.StandardSave(checkpoint.policy),
-                META: ocp.args.JsonSave(meta),
-            }
-        )
+        items = {
+            STATE: ocp.args.StandardSave(checkpoint.state),
+            POLICY: ocp.args.StandardSave(checkpoint.policy),
+        }
+        if checkpoint.hooks is not None:
+            # JSON items are written by process 0 alone; every process passes the item (the same
+            # item names everywhere), the others' values are ignored.
+            items[HOOKS] = ocp.args.JsonSave(checkpoint.hooks)
+            meta["hook_state"] = True  # so a step that lost its hooks item reads as damaged, not as old
+        args = ocp.args.Composite(**items, **{META: ocp.args.JsonSave(meta)})
         try:
             with _held_logs() as held:
                 self.manager.save(step, args=args, force=True)
@@ -499,9 +508,18 @@ def _restore_step(root, step, state_target, policy_target, with_state, targets) 
         items: dict[str, Any] = {POLICY: ocp.args.StandardRestore(policy_target)}
         if with_state:
             items[STATE] = ocp.args.StandardRestore(state_target)
+            if meta.get("hook_state") is True:
+                items[HOOKS] = ocp.args.JsonRestore()  # a missing item is then damage, not an old step
         restored = reader.restore(directory, args=ocp.args.Composite(**items))
+    hooks = None
+    if HOOKS in items:
+        try:
+            check_saved_state(restored[HOOKS])
+        except ValueError as e:
+            raise DamagedCheckpoint(str(e)) from None
+        hooks = restored[HOOKS]
     state = restored[STATE] if with_state else None
-    return Checkpoint(state=state, policy=restored[POLICY], meta=meta, step=step)
+    return Checkpoint(state=state, policy=restored[POLICY], meta=meta, hooks=hooks, step=step)
 
 
 def _reason(error: BaseException) -> str:

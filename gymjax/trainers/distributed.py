@@ -228,6 +228,15 @@ def any_process(flag: bool) -> bool:
     return bool(np.any(multihost_utils.process_allgather(np.int32(flag))))
 
 
+def most(value: int) -> int:
+    """The largest of every process's ``value`` (every process must call this, in the same order)."""
+    if jax.process_count() == 1:
+        return value
+    from jax.experimental import multihost_utils
+
+    return int(np.max(multihost_utils.process_allgather(np.int32(value))))
+
+
 def broadcast_text(text: str, size: int = 64) -> str:
     """Process 0's ``text`` (at most ``size`` ASCII bytes), in every process."""
     if jax.process_count() == 1:

@@ -200,6 +200,7 @@ def test_saved_meta_reads_earlier_checkpoints_and_refuses_other_trainers(tmp_pat
     train(TINY.replace(num_timesteps=8 * 16, num_evals=1), ENV, checkpoint_dir=tmp_path, progress_bar=False)
     written = ckpt.read_meta(tmp_path)
     written.pop("step")  # read_meta adds the step it read
+    assert written.pop("hook_state") is True  # the Checkpointer's: this step has a hooks item
     meta = SavedMeta.from_json(written)
     again = json.loads(json.dumps(meta.to_json()))  # as orbax writes it (tuples become lists)
     assert again == written and list(again) == list(written)  # every key read back, in the order written

@@ -59,11 +59,11 @@ FLAGS = [
 ]
 
 
-def processes(n, *extra_env):
-    """``SCRIPT`` in ``n`` processes connected on 127.0.0.1; their JSON lines, by process."""
+def processes(n, *extra_env, script=SCRIPT, args=()):
+    """``script`` in ``n`` processes connected on 127.0.0.1; their JSON lines, by process."""
     port = distributed.free_port()
     procs = [
-        subprocess.Popen([sys.executable, "-c", SCRIPT, f"127.0.0.1:{port}", str(n), str(i)], env=ENV,
+        subprocess.Popen([sys.executable, "-c", script, f"127.0.0.1:{port}", str(n), str(i), *map(str, args)], env=ENV,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for i in range(n)
     ]
@@ -341,3 +341,36 @@ def test_a_second_writer_in_several_processes_is_refused_in_every_process(tmp_pa
     assert f"{run_dir} is in use by pid {os.getpid()}" in text and "another process refused to start" in text
     assert "Traceback" not in text and "Check failed" not in text
     assert sorted(p.name for p in run_dir.iterdir()) == [".lock"]  # nothing written
+
+
+# Early stopping on process 0 (hooks run there alone), with checkpoints.
+EARLY_STOPPING = textwrap.dedent(
+    """
+    import json, sys
+    from gymjax.trainers import distributed
+    distributed.initialize(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    import jax
+    from ppo_configs import TINY
+    from gymjax.trainers.hooks import EarlyStopping
+    from gymjax.trainers.ppo import train
+
+    config = TINY.replace(num_timesteps=30 * 8 * 16, epoch_iterations=1, num_evals=0, log_training_metrics=True,
+                          save_every_epochs=2)
+    early, epochs = EarlyStopping("train/episode_return", patience=4), []
+    train(config, "JaxCartPole-v0", hooks=[early], checkpoint_dir=sys.argv[4], progress_bar=False,
+          progress_fn=lambda steps, metrics: epochs.append(steps))
+    print(json.dumps({"process": jax.process_index(), "early": early.state_dict(), "epochs": len(epochs)}))
+    """
+)
+
+
+def test_a_hook_on_process_zero_stops_every_process_at_its_epoch_and_its_state_is_saved(tmp_path):
+    first, second = processes(2, script=EARLY_STOPPING, args=[tmp_path])
+    stopped = first["early"]["stopped_epoch"]
+    assert stopped is not None and first["epochs"] == stopped < 30  # the hook ran on process 0 ...
+    assert second["early"]["stopped_epoch"] is None and second["epochs"] == 0  # ... alone
+    # Both processes took part in saving the stopping epoch (off the every-2 schedule when odd);
+    # the hooks item holds process 0's state.
+    assert ckpt.step_dirs(tmp_path)[-1] == stopped
+    saved = json.loads((tmp_path / str(stopped) / "hooks" / "metadata").read_text())
+    assert saved["hooks"] == [{"index": 0, "class": "EarlyStopping", "state": first["early"]}]

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import jax
@@ -84,6 +84,7 @@ class Run:
     restored_step: int | None = None  # the checkpoint step it continues, None for a fresh run
     damaged_steps: tuple[int, ...] = ()  # newer steps of that checkpoint's directory that did not read
     last_metrics: Metrics = dataclasses.field(default_factory=dict)  # the latest epoch's
+    hook_state: dict[str, Any] | None = None  # the restored checkpoint's hooks item (None: fresh, or not saved)
 
     def progress(self, num_epochs: int) -> Progress:
         """Where the run stands, for the hooks."""
@@ -407,8 +408,9 @@ class PPOTrainer:
 
     # -- checkpoints -----------------------------------------------------------------
 
-    def to_checkpoint(self, run: Run) -> ckpt.Checkpoint:
-        """``run`` as a checkpoint's items (a collective: every process calls it)."""
+    def to_checkpoint(self, run: Run, hook_state: dict[str, Any] | None = None) -> ckpt.Checkpoint:
+        """``run`` as a checkpoint's items (a collective: every process calls it); ``hook_state``:
+        :meth:`Hooks.state_dict <gymjax.trainers.hooks.Hooks.state_dict>`, None for no hooks item."""
         saved = self._gather(run.state)
         meta = SavedMeta(
             config=self.config,
@@ -423,7 +425,7 @@ class PPOTrainer:
             state_layout=STATE_LAYOUT,
             run_id=run.run_id,
         )
-        return ckpt.Checkpoint(state=saved, policy=saved.policy, meta=meta.to_json())
+        return ckpt.Checkpoint(state=saved, policy=saved.policy, meta=meta.to_json(), hooks=hook_state)
 
     def check_compatible(self, meta: SavedMeta) -> None:
         """Refuses a checkpoint this trainer cannot continue (another env, spaces or network shape).
@@ -492,6 +494,7 @@ class PPOTrainer:
             run_id=meta.run_id or ckpt.new_run_id(),
             restored_step=checkpoint.step,
             damaged_steps=checkpoint.damaged,
+            hook_state=checkpoint.hooks,
         )
 
 
@@ -507,6 +510,7 @@ def train(
     checkpoint_dir: str | pathlib.Path | None = None,
     restore_checkpoint_path: str | pathlib.Path | None = None,
     progress_bar: bool = True,
+    progress_metrics: Sequence[str] | None = None,
 ) -> tuple[Callable[..., Any], PolicyParams, Metrics]:
     """Trains PPO on ``env`` and returns ``(make_policy, params, metrics)``.
 
@@ -514,7 +518,11 @@ def train(
     every process calls this with the same arguments; evaluation, ``hooks``,
     ``progress_fn``, ``policy_params_fn`` and the progress bar run on process 0
     only. A SIGINT or SIGTERM stops training after the epoch in flight, saves
-    it, and raises :class:`~gymjax.trainers.stopping.TrainingStopped`.
+    it, and raises :class:`~gymjax.trainers.stopping.TrainingStopped`. A hook that
+    raises :class:`~gymjax.trainers.hooks.StopTraining` ends training the same way
+    but returns normally: the run is complete. Hooks' states
+    (``state_dict``/``load_state_dict``) are saved with every checkpoint and
+    handed back on resume, before ``before_training``.
 
     Args:
         config: the :class:`PPOConfig`.
@@ -532,18 +540,24 @@ def train(
             says); None: no saving.
         restore_checkpoint_path: where to resume from, as :meth:`PPOTrainer.restore` reads it.
         progress_bar: show a tqdm bar with env steps, steps/s and the latest return.
+        progress_metrics: the metrics the bar shows instead (e.g. ``("eval/episode_return",
+            "losses/total")``), each its latest value; None: steps/s and the latest return.
 
     Returns:
         ``make_policy`` (``make_policy(params, deterministic=False) -> policy(obs,
         key) -> (action, extras)``), the final :class:`PolicyParams`, and the
         last epoch's metrics.
     """
+    progress_metrics = _check_progress_metrics(progress_metrics)
     trainer = PPOTrainer(config, env, eval_env, randomization_fn)
     if not distributed.is_primary():  # process 0 alone reports (see gymjax.trainers.distributed)
         hooks, progress_fn, policy_params_fn, progress_bar = (), None, None, False
     hook = Hooks(hooks)
     checkpointer = None
     run = trainer.restore(restore_checkpoint_path) if restore_checkpoint_path is not None else None
+    if run is not None and distributed.is_primary():
+        # Before the Checkpointer sets aside any step: a hook refusing its state changes nothing on disk.
+        hook.load_state_dict(run.hook_state, where=f"checkpoint step {run.restored_step}")
     try:
         run_id = run.run_id if run else distributed.broadcast_text(ckpt.new_run_id())
         if checkpoint_dir:
@@ -557,7 +571,7 @@ def train(
             )
         if run is None:
             run = trainer.init(run_id=run_id)
-        _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar)
+        _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar, progress_metrics)
     finally:
         hook.close()
         if checkpointer:
@@ -567,7 +581,7 @@ def train(
 
 def _save(trainer: PPOTrainer, run: Run, checkpointer: ckpt.Checkpointer, hook: Hooks) -> int:
     """Saves ``run`` as step ``run.epoch`` (every process takes part) and tells the hooks; returns the step."""
-    path = checkpointer.save(run.epoch, trainer.to_checkpoint(run))
+    path = checkpointer.save(run.epoch, trainer.to_checkpoint(run, hook.state_dict()))
     hook.after_checkpoint(run.progress(trainer.config.num_epochs), path)
     return run.epoch
 
@@ -580,8 +594,10 @@ def _train_loop(
     progress_fn: ProgressFn | None,
     policy_params_fn: PolicyParamsFn | None,
     progress_bar: bool,
+    progress_metrics: tuple[str, ...] | None = None,
 ) -> None:
-    """Epochs until the budget is spent, or a signal asks to stop (then saves and raises TrainingStopped)."""
+    """Epochs until the budget is spent, a hook asks to stop (then saves), or a signal asks to stop
+    (then saves and raises TrainingStopped)."""
     config = trainer.config
     eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 1)
     if progress_bar and config.total_env_steps != config.num_timesteps:
@@ -602,14 +618,16 @@ def _train_loop(
         disable=not progress_bar,
     )
     primary = distributed.is_primary()
-    stopping = False
+    stopping = 0
+    postfix = _Postfix(progress_metrics)
     with stop_on_signals() as stop, bar:
         compile_s = trainer.compile(run)
         while run.epoch < config.num_epochs:
-            # Every process stops at the same epoch, whichever got the signal.
-            if stopping := distributed.any_process(stop.signum is not None):
+            hook.before_epoch(run.progress(config.num_epochs))  # before the check: it may ask to stop
+            # Every process stops at the same epoch, whichever got the signal or ran the hook (process 0).
+            asked = _BY_SIGNAL if stop.signum is not None else _BY_HOOK if hook.stop else 0
+            if stopping := distributed.most(asked):
                 break
-            hook.before_epoch(run.progress(config.num_epochs))
             start = time.perf_counter()
             metrics = trainer.run_epoch(run)
             progress = run.progress(config.num_epochs)
@@ -638,11 +656,61 @@ def _train_loop(
             if checkpointer and (run.epoch % config.save_every_epochs == 0 or run.epoch == config.num_epochs):
                 saved_epoch = _save(trainer, run, checkpointer, hook)
             bar.update(config.env_steps_per_epoch)
-            shown = metrics.get("eval/episode_return", latest_train_return)
-            bar.set_postfix(sps=f"{metrics['sps']:,.0f}", ret=f"{shown:.4g}")
+            bar.set_postfix(postfix(metrics, latest_train_return))
         if stopping and checkpointer and run.epoch > 0 and saved_epoch != run.epoch:
             saved_epoch = _save(trainer, run, checkpointer, hook)
+    if stopping == _BY_HOOK:
+        if progress_bar:
+            tqdm.write(f"stopped at epoch {run.epoch} of {config.num_epochs} by a hook: {hook.stop}", file=sys.stderr)
+        return
     if stopping:
         saved = checkpointer.directory / str(saved_epoch) if checkpointer and saved_epoch is not None else None
         # A process told to stop by another (not by a signal of its own) reports SIGTERM.
         raise TrainingStopped(stop.signum or signal.SIGTERM, run.epoch, run.env_steps, saved)
+
+
+_BY_HOOK, _BY_SIGNAL = 1, 2  # why the loop stops early; a signal anywhere wins (TrainingStopped)
+
+
+def _check_progress_metrics(keys: Iterable[str] | None) -> tuple[str, ...] | None:
+    if keys is None:
+        return None
+    if isinstance(keys, str):  # iterating it would show one metric per character
+        raise TypeError(f"progress_metrics must be a sequence of metric names, got the string {keys!r}")
+    keys = tuple(keys)
+    if not all(isinstance(k, str) and k for k in keys):
+        raise TypeError(f"progress_metrics must be non-empty strings (metric names), got {keys!r}")
+    return keys
+
+
+class _Postfix:
+    """The progress bar's ``key=value`` pairs: steps/s and the latest return, or the chosen metrics,
+    each its latest value (evaluation metrics appear only after the epochs that evaluate)."""
+
+    def __init__(self, keys: tuple[str, ...] | None):
+        self.keys = keys
+        self.latest: Metrics = {}
+        self.checked = False
+
+    def __call__(self, metrics: Metrics, latest_train_return: float) -> dict[str, str]:
+        if self.keys is None:
+            shown = metrics.get("eval/episode_return", latest_train_return)
+            return {"sps": f"{metrics['sps']:,.0f}", "ret": f"{shown:.4g}"}
+        self.latest.update((k, metrics[k]) for k in self.keys if k in metrics)
+        if not self.checked:
+            self.checked = True
+            # eval/ and reference/ metrics are missing from the epochs that do not evaluate
+            missing = [k for k in self.keys if k not in metrics and not k.startswith(("eval/", "reference/"))]
+            if missing:
+                warnings.warn(
+                    f"progress_metrics: no {', '.join(map(repr, missing))} in the first epoch's metrics "
+                    f"(it has {', '.join(sorted(metrics))})",
+                    stacklevel=2,
+                )
+        return {k: _shown(self.latest[k]) for k in self.keys if k in self.latest}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
