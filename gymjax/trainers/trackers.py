@@ -288,7 +288,20 @@ class WandbLogger(Tracker):
         self.run.save(str(copy), base_path=self.run.dir, policy="now")
 
     def _finish(self, status: str) -> None:
+        offline, log = self.run.settings._offline, pathlib.Path(self.run.settings.sync_dir) / f"run-{self.run_id}.wandb"
         self.run.finish(exit_code=self.EXIT_CODE[status])
+        if offline:  # W&B may write the log's end after finish() returns; a resume in this process reads it
+            deadline = time.monotonic() + 10
+            while not _ends(log) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+def _ends(log: pathlib.Path) -> bool:
+    """Whether a ``.wandb`` log holds its run's exit record."""
+    try:
+        return any(record.WhichOneof("record_type") == "exit" for record in wandb_records(log))
+    except (OSError, ValueError):
+        return False
 
 
 def offline_segments(wandb_dir: str | os.PathLike, run_id: str) -> list[pathlib.Path]:
