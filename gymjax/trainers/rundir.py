@@ -62,6 +62,7 @@ from gymjax.wrappers.training import single_env_stack
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints"
 METRICS_FORMATS = ("csv", "jsonl")
+NO_TRACKER_OPTIONS = trackers.TrackerOptions()  # the trackers' own defaults
 
 
 class RunDirectoryError(ValueError):
@@ -242,7 +243,7 @@ class Plan:
     video: bool  # this start's choice; a resume may turn off the recorded one
     tensorboard: bool  # a resume may turn it on
     tracker_names: tuple[str, ...] = ()  # the recorded ones, and any this start adds
-    tracker_options: trackers.TrackerOptions = trackers.TrackerOptions()
+    tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
@@ -254,7 +255,7 @@ def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
 
 def plan_fresh(
     path: str | os.PathLike, record: RunRecord, loggers: Sequence[str] = (),
-    tracker_options: trackers.TrackerOptions = trackers.TrackerOptions(),
+    tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS,
 ) -> Plan:
     """A new run; ``loggers``: trackers (``"mlflow"``, ``"wandb"``) to log it to too."""
     directory = RunDirectory(path)
@@ -283,7 +284,7 @@ def _required(names: Sequence[str]) -> tuple[str, ...]:
 
 def plan_resume(
     path: str | os.PathLike, num_timesteps: int | None = None, *, video: bool = True, tensorboard: bool = False,
-    loggers: Sequence[str] = (), tracker_options: trackers.TrackerOptions = trackers.TrackerOptions(),
+    loggers: Sequence[str] = (), tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS,
 ) -> Plan:
     """The recorded run; trained to ``num_timesteps`` when that is more than it was set to. ``video=False``
     skips the recorded video this once; ``tensorboard=True`` adds TensorBoard scalars; the recorded
@@ -484,7 +485,7 @@ def train(
     tensorboard: bool = False,
     video: bool = True,
     loggers: Sequence[str] = (),
-    tracker_options: trackers.TrackerOptions = trackers.TrackerOptions(),
+    tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS,
     hooks: Sequence[Hook] = (),
     console: bool = True,
     progress_bar: bool = True,

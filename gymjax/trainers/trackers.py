@@ -174,7 +174,7 @@ class MLflowLogger(Tracker):
     """
 
     name = "mlflow"
-    STATUS = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
+    STATUS: ClassVar[dict[str, str]] = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
 
     def __init__(self, params: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None, **kwargs: Any):
         super().__init__(params, **kwargs)
@@ -245,7 +245,7 @@ class WandbLogger(Tracker):
     """
 
     name = "wandb"
-    EXIT_CODE = {"finished": 0, "killed": 130, "failed": 1}
+    EXIT_CODE: ClassVar[dict[str, int]] = {"finished": 0, "killed": 130, "failed": 1}
 
     def __init__(self, params: Mapping[str, Any] | None = None, *, mode: str | None = None, **kwargs: Any):
         super().__init__(params, **kwargs)
@@ -384,7 +384,7 @@ def check_record(trackers: Any) -> None:
 def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded: dict[str, str] | None) -> Tracker:
     """The tracker ``name`` for a run directory: a new tracker run, or the ``recorded`` one continued."""
     require(name)
-    kwargs = dict(project=options.project, run_name=options.run_name, tags=options.tags)
+    kwargs = {"project": options.project, "run_name": options.run_name, "tags": options.tags}
     if name == "mlflow":
         tracker = MLflowLogger(params, tracking_uri=options.mlflow_tracking_uri, **kwargs)
         if recorded:

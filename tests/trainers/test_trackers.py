@@ -109,7 +109,7 @@ def test_mlflow_logger_as_a_hook_of_ppo_train(tmp_path):
 def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch(tmp_path, offline_wandb):
     run_dir = tmp_path / "run"
     options = trackers.TrackerOptions(project="cartpole", tags=("tiny",))
-    quiet = dict(console=False, progress_bar=False, video=False)
+    quiet = {"console": False, "progress_bar": False, "video": False}
     rundir.train(run_dir, ENV, CONFIG.replace(num_timesteps=3 * EPOCH), loggers=["wandb"], tracker_options=options,
                  **quiet)
     shutil.rmtree(run_dir / "checkpoints" / "3")  # resumes from epoch 2: epoch 3 is replayed
@@ -171,7 +171,7 @@ def test_a_missing_library_is_one_line_naming_the_extra(tmp_path, monkeypatch):
 def test_gymjax_and_its_trainer_never_import_a_tracker():
     code = ("import sys, gymjax, gymjax.trainers.rundir, gymjax.trainers.ppo, gymjax.cli.run; "
             "print(sorted({'mlflow', 'wandb'} & set(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(CACHE)})
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
 
