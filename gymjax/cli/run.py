@@ -28,7 +28,7 @@ import numpy as np
 from gymjax import envs
 from gymjax.cli import common
 from gymjax.core import Env
-from gymjax.trainers import artifacts, distributed, files, reference, rundir
+from gymjax.trainers import artifacts, distributed, files, reference, rundir, trackers
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, presets
 from gymjax.trainers.ppo.acting import evaluate
@@ -109,9 +109,36 @@ def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable
         raise SystemExit(f"invalid config: {e}") from None
     record = rundir.new_record(
         env, config, env_kwargs=envs.parse_env_kwargs(args.env_kwargs), preset=args.preset,
-        metrics_format=args.metrics_format, tensorboard=args.tensorboard, video=args.video,
+        metrics_format=_metrics_format(args), tensorboard=_tensorboard(args), video=args.video,
     )
-    return lambda: rundir.plan_fresh(args.run_dir, record)
+    return lambda: rundir.plan_fresh(args.run_dir, record, _trackers(args), _tracker_options(args))
+
+
+LOGGERS = (*rundir.METRICS_FORMATS, "tensorboard", *trackers.NAMES)
+
+
+def _metrics_format(args: argparse.Namespace) -> str:
+    """The metrics file's format: --metrics-format or a csv/jsonl --logger (csv when neither says)."""
+    chosen = {*([args.metrics_format] if args.metrics_format else []),
+              *(name for name in args.logger if name in rundir.METRICS_FORMATS)}
+    if len(chosen) > 1:
+        raise SystemExit(f"one metrics file per run: pick one of {sorted(chosen)} (--logger / --metrics-format)")
+    return chosen.pop() if chosen else "csv"
+
+
+def _tensorboard(args: argparse.Namespace) -> bool:
+    return args.tensorboard or "tensorboard" in args.logger
+
+
+def _trackers(args: argparse.Namespace) -> list[str]:
+    return [name for name in args.logger if name in trackers.NAMES]
+
+
+def _tracker_options(args: argparse.Namespace) -> trackers.TrackerOptions:
+    return trackers.TrackerOptions(
+        project=args.tracker_project, run_name=args.tracker_run_name, tags=tuple(args.tracker_tags),
+        mlflow_tracking_uri=args.mlflow_tracking_uri, wandb_mode=args.wandb_mode,
+    )
 
 
 def _resume_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
@@ -123,7 +150,10 @@ def _resume_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callabl
             f"(to train longer): drop {changed}"
         )
     timesteps = overrides.get("num_timesteps")
-    return lambda: rundir.plan_resume(args.run_dir, timesteps, video=args.video, tensorboard=args.tensorboard)
+    return lambda: rundir.plan_resume(
+        args.run_dir, timesteps, video=args.video, tensorboard=_tensorboard(args), loggers=_trackers(args),
+        tracker_options=_tracker_options(args),
+    )
 
 
 def start_processes(args: argparse.Namespace) -> None:
@@ -160,7 +190,7 @@ def train_command(args: argparse.Namespace) -> int:
         where = f"the latest checkpoint is epoch {steps[-1]}" if steps else "no checkpoint was saved"
         print(f"stopped at once, without saving the epoch in flight; {where}; resume with: {resume_hint}")
         return 130
-    except ckpt.CheckpointError as e:
+    except (ckpt.CheckpointError, trackers.TrackerError) as e:
         raise SystemExit(str(e)) from None
     except OSError as e:  # a metrics, TensorBoard, plot or video write
         if ckpt.disk_error(e) is None and not isinstance(e, files.UnsafePath):
@@ -298,6 +328,26 @@ def render_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_logger_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--logger", nargs="+", action="extend", choices=LOGGERS, default=[], metavar="NAME",
+                   help=f"where metrics go, several allowed: {', '.join(LOGGERS)}. csv/jsonl pick the metrics "
+                        "file (always written), tensorboard is --tensorboard; mlflow and wandb log the run "
+                        "(config, metrics by env step, learning curve and video) to those trackers, "
+                        "pip install 'gymjax[mlflow]' / 'gymjax[wandb]'; --resume continues their runs")
+    group = p.add_argument_group("trackers (--logger mlflow / wandb; a resumed tracker run keeps its own)")
+    group.add_argument("--tracker-project", metavar="NAME",
+                       help=f"MLflow experiment / W&B project (default: {trackers.DEFAULT_PROJECT})")
+    group.add_argument("--tracker-run-name", metavar="NAME", help="the tracker run's name (default: DIR's name)")
+    group.add_argument("--tracker-tags", nargs="+", default=[], metavar="TAG",
+                       help="tags; for MLflow KEY=VALUE sets a tag's value")
+    group.add_argument("--mlflow-tracking-uri", metavar="URI",
+                       help="MLflow's store, e.g. sqlite:///mlflow.db or http://host:5000 (default: "
+                            "MLFLOW_TRACKING_URI, else MLflow's sqlite:///mlflow.db here); a resume must name "
+                            "the store run.json records")
+    group.add_argument("--wandb-mode", choices=trackers.WANDB_MODES,
+                       help="W&B online or offline, for `wandb sync` later (default: WANDB_MODE, else W&B's)")
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "train",
@@ -310,8 +360,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", type=_preset_name, metavar="NAME",
                    help=f"start from a tuned config: {presets.listing()}; the flags below override its fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
-    p.add_argument("--metrics-format", choices=("csv", "jsonl"), default="csv", help="metrics file format (default: csv)")
+    p.add_argument("--metrics-format", choices=rundir.METRICS_FORMATS, default=None,
+                   help="metrics file format (default: csv); the metrics file is always written")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars to DIR/tensorboard")
+    _add_logger_flags(p)
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="render the final policy")
     p.add_argument("--quiet", action="store_true", help="no progress bar or per-epoch lines")
     group = p.add_argument_group(

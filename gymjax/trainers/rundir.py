@@ -10,6 +10,11 @@
     DIR/learning_curve.png  return against env steps and against wall time
     DIR/policy.mp4          the final policy, one episode
 
+``run.json``'s ``trackers`` names the MLflow / W&B runs the run logs to (``loggers=["mlflow"]``,
+``gymjax train --logger mlflow``), by id, so that a resume continues the same tracker run:
+``{"mlflow": {"run_id", "tracking_uri", "experiment"}, "wandb": {"run_id", "project", "mode"}}``.
+A recorded MLflow tracking URI is never used to connect: it must equal the one the user gives.
+
 What it guarantees, for directories people share (downloaded results, a colleague's runs, a
 cluster disk):
 
@@ -38,7 +43,7 @@ from typing import Any
 
 from gymjax import envs
 from gymjax.core import Env
-from gymjax.trainers import artifacts, distributed, files, reference
+from gymjax.trainers import artifacts, distributed, files, reference, trackers
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
 from gymjax.trainers.loggers import (
@@ -57,6 +62,7 @@ from gymjax.wrappers.training import single_env_stack
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints"
 METRICS_FORMATS = ("csv", "jsonl")
+NO_TRACKER_OPTIONS = trackers.TrackerOptions()  # the trackers' own defaults
 
 
 class RunDirectoryError(ValueError):
@@ -78,6 +84,7 @@ class RunRecord:
         metrics_format: ``"csv"`` or ``"jsonl"``: the metrics file is ``metrics.<format>``.
         tensorboard: whether TensorBoard scalars are written too.
         video: whether the final policy is rendered to ``policy.mp4``.
+        trackers: the tracker runs it logs to, by tracker name (:func:`gymjax.trainers.trackers.check_record`).
     """
 
     env: str
@@ -87,6 +94,7 @@ class RunRecord:
     metrics_format: str = "csv"
     tensorboard: bool = False
     video: bool = True
+    trackers: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.env, str):  # whether it is registered: make_env says, listing the ids
@@ -102,6 +110,10 @@ class RunRecord:
         for name in ("tensorboard", "video"):
             if not isinstance(getattr(self, name), bool):
                 raise RunDirectoryError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        try:
+            trackers.check_record(self.trackers)
+        except ValueError as e:
+            raise RunDirectoryError(str(e)) from None
 
     def to_json(self) -> dict[str, Any]:
         return {**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "config": self.config.to_dict()}
@@ -231,6 +243,8 @@ class Plan:
     resumed: bool
     video: bool  # this start's choice; a resume may turn off the recorded one
     tensorboard: bool  # a resume may turn it on
+    tracker_names: tuple[str, ...] = ()  # the recorded ones, and any this start adds
+    tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
@@ -240,7 +254,11 @@ def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
         raise RunDirectoryError(f"cannot make {env_id} with {env_kwargs}: {e}") from None
 
 
-def plan_fresh(path: str | os.PathLike, record: RunRecord) -> Plan:
+def plan_fresh(
+    path: str | os.PathLike, record: RunRecord, loggers: Sequence[str] = (),
+    tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS,
+) -> Plan:
+    """A new run; ``loggers``: trackers (``"mlflow"``, ``"wandb"``) to log it to too."""
     directory = RunDirectory(path)
     directory.check_links()
     directory.check_fresh()
@@ -250,14 +268,28 @@ def plan_fresh(path: str | os.PathLike, record: RunRecord) -> Plan:
             reference.reference_id(record.env)
         except ValueError as e:
             raise RunDirectoryError(f"reference_episodes={record.config.reference_episodes}: {e}") from None
-    return Plan(directory, record, env, None, resumed=False, video=record.video, tensorboard=record.tensorboard)
+    return Plan(directory, record, env, None, resumed=False, video=record.video, tensorboard=record.tensorboard,
+                tracker_names=_required(loggers), tracker_options=tracker_options)
+
+
+def _required(names: Sequence[str]) -> tuple[str, ...]:
+    """The trackers named, each once, refused in one line before anything is written when not installed."""
+    names = tuple(dict.fromkeys(names))
+    for name in names:
+        try:
+            trackers.require(name)
+        except trackers.TrackerError as e:
+            raise RunDirectoryError(str(e)) from None
+    return names
 
 
 def plan_resume(
-    path: str | os.PathLike, num_timesteps: int | None = None, *, video: bool = True, tensorboard: bool = False
+    path: str | os.PathLike, num_timesteps: int | None = None, *, video: bool = True, tensorboard: bool = False,
+    loggers: Sequence[str] = (), tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS,
 ) -> Plan:
     """The recorded run; trained to ``num_timesteps`` when that is more than it was set to. ``video=False``
-    skips the recorded video this once; ``tensorboard=True`` adds TensorBoard scalars."""
+    skips the recorded video this once; ``tensorboard=True`` adds TensorBoard scalars; the recorded
+    tracker runs are continued, and ``loggers`` may add trackers (their runs start at this resume)."""
     directory = RunDirectory(path)
     directory.check_links()
     record = directory.read()
@@ -268,7 +300,8 @@ def plan_resume(
         meta = ckpt.read_meta(directory.checkpoints) if restore else None
         record = dataclasses.replace(record, config=extended(record.config, num_timesteps, meta))
     env = directory.recorded_env(record)
-    return Plan(directory, record, env, restore, True, record.video and video, record.tensorboard or tensorboard)
+    return Plan(directory, record, env, restore, True, record.video and video, record.tensorboard or tensorboard,
+                _required([*record.trackers, *loggers]), tracker_options)
 
 
 def extended(config: PPOConfig, num_timesteps: int, meta: dict[str, Any] | None) -> PPOConfig:
@@ -332,11 +365,15 @@ def run(
     plan, lock, created = start(plan_fn)
     directory, record = plan.directory, plan.record
     primary = distributed.is_primary()
+    started: list[trackers.Tracker] = []
     try:
         loggers: list[Hook] = []
         if primary:  # process 0 alone writes files other than checkpoint shards
+            started = _start_trackers(plan, started)
+            record = dataclasses.replace(record, trackers={t.name: t.record() for t in started})
             files.replace_text(directory.run_file, json.dumps(record.to_json(), indent=2) + "\n")
-            loggers = _loggers(plan, console)
+            # The trackers stay open past training, for the plot and the video.
+            loggers = [*_loggers(plan, console), *map(_KeepOpen, started)]
         try:
             make_policy, params, metrics = ppo_train(
                 record.config, plan.env, hooks=[*loggers, *hooks], checkpoint_dir=directory.checkpoints,
@@ -344,20 +381,60 @@ def run(
             )
         except TrainingStopped:
             if primary:
-                _plot(plan)
+                _attach(started, _plot(plan))
             raise
         if primary:
-            _plot(plan)
+            _attach(started, _plot(plan))
             if plan.video:
-                _video(plan, make_policy, params)
+                _attach(started, _video(plan, make_policy, params))
         return make_policy, params, metrics
     except BaseException:
         if primary and not plan.resumed and not ckpt.step_dirs(directory.checkpoints) and not directory.logged_rows():
             directory.remove_unstarted(created)
         raise
     finally:
+        for tracker in started:
+            tracker.close()  # finished, killed or failed: as the exception being handled says
         if lock:
             lock.release()
+
+
+class _KeepOpen(Hook):
+    """A tracker for the trainer, which closes its hooks when training ends; the run directory
+    closes the tracker itself, after attaching the plot and the video."""
+
+    def __init__(self, tracker: trackers.Tracker):
+        self.tracker = tracker
+
+    def before_training(self, progress, resumed):
+        self.tracker.before_training(progress, resumed)
+
+    def after_epoch(self, progress, metrics):
+        self.tracker.after_epoch(progress, metrics)
+
+
+def _start_trackers(plan: Plan, started: list[trackers.Tracker]) -> list[trackers.Tracker]:
+    """Starts (or continues the recorded run of) each tracker, appending to ``started`` as it goes,
+    so that the ones already open are closed if a later one fails."""
+    record = plan.record
+    params = {"env": record.env, "preset": record.preset or "", "env_kwargs": json.dumps(record.env_kwargs),
+              **record.config.to_dict()}
+    options = plan.tracker_options
+    if options.run_name is None:
+        options = dataclasses.replace(options, run_name=plan.directory.path.resolve().name)
+    for name in plan.tracker_names:
+        try:
+            tracker = trackers.make(name, params, options, record.trackers.get(name))
+            started.append(tracker)
+            tracker.start()
+        except trackers.TrackerError as e:
+            raise RunDirectoryError(str(e)) from None
+    return started
+
+
+def _attach(started: Sequence[trackers.Tracker], path: pathlib.Path | None) -> None:
+    for tracker in started if path else ():
+        tracker.log_artifact(path)
 
 
 def _loggers(plan: Plan, console: bool) -> list[Hook]:
@@ -372,11 +449,13 @@ def _loggers(plan: Plan, console: bool) -> list[Hook]:
     return loggers
 
 
-def _plot(plan: Plan) -> None:
+def _plot(plan: Plan) -> pathlib.Path | None:
     rows = artifacts.read_metrics(plan.directory.metrics(plan.record))
-    if rows:
-        path = artifacts.plot_learning_curve(rows, plan.directory.path / "learning_curve.png", f"PPO on {plan.record.env}")
-        print(f"learning curve: {path}")
+    if not rows:
+        return None
+    path = artifacts.plot_learning_curve(rows, plan.directory.path / "learning_curve.png", f"PPO on {plan.record.env}")
+    print(f"learning curve: {path}")
+    return pathlib.Path(path)
 
 
 def video_env(env: Env, config: PPOConfig) -> tuple[Env, int]:
@@ -386,7 +465,7 @@ def video_env(env: Env, config: PPOConfig) -> tuple[Env, int]:
     return single_env_stack(env, steps, config.action_repeat, None), steps
 
 
-def _video(plan: Plan, make_policy, params) -> None:
+def _video(plan: Plan, make_policy, params) -> pathlib.Path:
     policy = make_policy(params, deterministic=True)
     env, steps = video_env(plan.env, plan.record.config)
     path, total = artifacts.record_video(
@@ -394,6 +473,7 @@ def _video(plan: Plan, make_policy, params) -> None:
         max_steps=steps,
     )
     print(f"video: {path} (episode return {total:.1f})")
+    return pathlib.Path(path)
 
 
 def train(
@@ -408,6 +488,8 @@ def train(
     metrics_format: str = "csv",
     tensorboard: bool = False,
     video: bool = True,
+    loggers: Sequence[str] = (),
+    tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS,
     hooks: Sequence[Hook] = (),
     console: bool = True,
     progress_bar: bool = True,
@@ -417,7 +499,11 @@ def train(
     A fresh run names ``env`` (a registered id; default: the preset's) and ``config`` (default: the
     preset's, else PPOConfig's). ``resume=True`` continues the run recorded in ``run_dir`` from its
     newest intact checkpoint, as recorded: only ``num_timesteps`` (to train longer) and
-    ``video=False`` may be given.
+    ``video=False`` may be given, and ``tensorboard``/``loggers`` may add outputs.
+
+    ``loggers`` names trackers to log to as well, ``"mlflow"`` and ``"wandb"``, started as
+    ``tracker_options`` say; run.json records their runs, which a resume continues. Other hooks
+    (your own :class:`~gymjax.trainers.trackers.MLflowLogger`, say) go in ``hooks``.
 
     Raises:
         RunDirectoryError: before anything is written, when the directory cannot be used as asked.
@@ -428,11 +514,12 @@ def train(
                  if v is not None] + ["metrics_format"] * (metrics_format != "csv")
         if given:
             raise RunDirectoryError(f"resume=True continues {run_dir} as recorded in {RUN_FILE}; drop {given}")
-        plan_fn = lambda: plan_resume(run_dir, num_timesteps, video=video, tensorboard=tensorboard)
+        plan_fn = lambda: plan_resume(run_dir, num_timesteps, video=video, tensorboard=tensorboard,
+                                      loggers=loggers, tracker_options=tracker_options)
     else:
         record = new_record(env, config, env_kwargs=env_kwargs, preset=preset, metrics_format=metrics_format,
                             tensorboard=tensorboard, video=video, num_timesteps=num_timesteps)
-        plan_fn = lambda: plan_fresh(run_dir, record)
+        plan_fn = lambda: plan_fresh(run_dir, record, loggers, tracker_options)
     return run(plan_fn, hooks=hooks, console=console, progress_bar=progress_bar)
 
 

@@ -1,0 +1,408 @@
+"""Experiment trackers: hooks that send a run to MLflow or Weights & Biases.
+
+Both are optional (``pip install 'gymjax[mlflow]'``, ``'gymjax[wandb]'``) and imported only when a
+tracker is made; ``import gymjax`` and the trainer never import them. A tracker logs the params it
+is given (the run's config), every epoch's metrics with the env step as the step, and the files
+:meth:`Tracker.log_artifact` is handed (the run directory's learning curve and video)::
+
+    ppo.train(config, "JaxCartPole-v0", hooks=[MLflowLogger(params=config.to_dict(), project="cartpole")])
+
+Continuing a tracker run (``run_id=``, as ``gymjax train --resume`` does with the id run.json
+records) never logs a step twice: a resumed trainer replays the epochs after its checkpoint bit
+for bit, and a tracker cannot delete what it holds, so the steps up to the last one the tracker
+already has are not sent again. That last step, not the checkpoint's, is the right bound: the
+epochs between the two were logged before the kill, with the same training and evaluation values
+(only wall-time metrics of those epochs keep the first run's values).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import pathlib
+import re
+import shutil
+import struct
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+from gymjax.trainers.hooks import Hook, Metrics, Progress
+from gymjax.trainers.stopping import TrainingStopped
+
+NAMES = ("mlflow", "wandb")
+DEFAULT_PROJECT = "gymjax"
+WANDB_MODES = ("online", "offline")
+
+
+class TrackerError(RuntimeError):
+    """A tracker cannot be used as asked; the message names the tracker and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackerOptions:
+    """How a run directory's trackers are started (a resumed tracker run keeps its own).
+
+    Attributes:
+        project: the MLflow experiment / W&B project (default: ``gymjax``).
+        run_name: the tracker run's name (default: the run directory's name).
+        tags: tags; for MLflow ``key=value`` sets a tag's value (a plain tag gets an empty one).
+        mlflow_tracking_uri: MLflow's store (default: ``MLFLOW_TRACKING_URI``, else MLflow's own).
+        wandb_mode: ``online`` or ``offline`` (default: ``WANDB_MODE``, else W&B's own).
+    """
+
+    project: str | None = None
+    run_name: str | None = None
+    tags: tuple[str, ...] = ()
+    mlflow_tracking_uri: str | None = None
+    wandb_mode: str | None = None
+
+    def __post_init__(self):
+        if self.wandb_mode not in (None, *WANDB_MODES):
+            raise ValueError(f"wandb_mode must be one of {WANDB_MODES} or None, got {self.wandb_mode!r}")
+
+
+def _import(module: str, cls: str):
+    try:
+        return __import__(module)
+    except ImportError:
+        raise TrackerError(f"{cls} needs {module}: pip install 'gymjax[{module}]'") from None
+
+
+def require(name: str) -> None:
+    """Refuses, in one line naming the extra, a tracker whose library is not installed (without importing it)."""
+    import importlib.util
+
+    if name not in NAMES:
+        raise TrackerError(f"unknown tracker {name!r}; known: {NAMES}")
+    if importlib.util.find_spec(name) is None:
+        raise TrackerError(f"the {name} logger needs {name}: pip install 'gymjax[{name}]'")
+
+
+def _exit_status() -> str:
+    """How the run ends, from the exception being handled (``close`` runs in the trainer's ``finally``)."""
+    error = sys.exc_info()[1]
+    if error is None:
+        return "finished"
+    return "killed" if isinstance(error, (TrainingStopped, KeyboardInterrupt)) else "failed"
+
+
+class Tracker(Hook):
+    """A tracker run: started (or continued, with ``run_id``) at :meth:`start`, ended at :meth:`close`."""
+
+    name: ClassVar[str]
+
+    def __init__(
+        self,
+        params: Mapping[str, Any] | None = None,
+        *,
+        project: str | None = None,
+        run_name: str | None = None,
+        tags: Sequence[str] = (),
+        run_id: str | None = None,
+    ):
+        self.params = dict(params or {})
+        self.project = project or DEFAULT_PROJECT
+        self.run_name = run_name
+        self.tags = tuple(tags)
+        self.run_id = run_id
+        self.last_step: int | None = None  # steps up to this one are in the tracker already
+        self.started = self.closed = False
+
+    def start(self) -> None:
+        """Starts or continues the tracker run and logs the params (once; ``before_training`` calls it too)."""
+        if self.started:
+            return
+        continuing = self.run_id is not None
+        self._open()
+        self.started = True
+        if continuing:
+            self.last_step = self._last_step()
+        self._log_params()
+
+    def record(self) -> dict[str, str]:
+        """What run.json keeps to continue this tracker run: its id and where it lives."""
+        raise NotImplementedError
+
+    def before_training(self, progress: Progress, resumed: bool) -> None:
+        self.start()
+
+    def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
+        if self.last_step is not None and progress.env_steps <= self.last_step:
+            return  # a replayed epoch the tracker already holds (see the module's docstring)
+        values = {"epoch": progress.epoch, **{k: float(v) for k, v in metrics.items() if k != "env_steps"}}
+        self._log_metrics(values, progress.env_steps)
+
+    def log_artifact(self, path: str | os.PathLike) -> None:
+        """Attaches a file (a plot, a video) to the tracker run."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self.started and not self.closed:
+            self.closed = True
+            self._finish(_exit_status())
+
+    # the tracker's side
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _last_step(self) -> int | None:
+        raise NotImplementedError
+
+    def _log_params(self) -> None:
+        raise NotImplementedError
+
+    def _log_metrics(self, values: dict[str, float], step: int) -> None:
+        raise NotImplementedError
+
+    def _finish(self, status: str) -> None:
+        raise NotImplementedError
+
+
+# -- MLflow ---------------------------------------------------------------------------------
+
+
+class MLflowLogger(Tracker):
+    """A run in MLflow's tracking store ``tracking_uri`` (default: ``MLFLOW_TRACKING_URI``, else
+    MLflow's own, ``sqlite:///mlflow.db`` in the working directory), in experiment ``project``.
+
+    Offline, a local store works: ``sqlite:///path/mlflow.db`` (what ``gymjax[mlflow]`` installs
+    SQLAlchemy for); MLflow's ``file:`` store is in maintenance mode and needs
+    ``MLFLOW_ALLOW_FILE_STORE=true``.
+    """
+
+    name = "mlflow"
+    STATUS: ClassVar[dict[str, str]] = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
+
+    def __init__(self, params: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None, **kwargs: Any):
+        super().__init__(params, **kwargs)
+        self.mlflow = _import("mlflow", type(self).__name__)
+        from mlflow.tracking import MlflowClient
+
+        self.tracking_uri = tracking_uri or self.mlflow.get_tracking_uri()
+        self.client = MlflowClient(tracking_uri=self.tracking_uri)
+
+    def record(self) -> dict[str, str]:
+        return {"run_id": self.run_id, "tracking_uri": self.tracking_uri, "experiment": self.project}
+
+    def _open(self) -> None:
+        try:
+            if self.run_id is not None:
+                run = self.client.get_run(self.run_id)
+                self.project = self.client.get_experiment(run.info.experiment_id).name
+                self.client.update_run(self.run_id, status="RUNNING")
+                return
+            experiment = self.client.get_experiment_by_name(self.project)
+            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(self.project)
+            tags = dict(tag.partition("=")[::2] for tag in self.tags)
+            run = self.client.create_run(experiment_id, run_name=self.run_name, tags=tags)
+        except self.mlflow.exceptions.MlflowException as e:
+            what = f"run {self.run_id}" if self.run_id else f"a run in experiment {self.project!r}"
+            raise TrackerError(f"MLflow at {self.tracking_uri}: cannot open {what}: {e.message}") from None
+        self.run_id = run.info.run_id
+
+    def _last_step(self) -> int | None:
+        keys = self.client.get_run(self.run_id).data.metrics
+        steps = [m.step for key in keys for m in self.client.get_metric_history(self.run_id, key)]
+        return max(steps, default=None)
+
+    def _log_params(self) -> None:
+        from mlflow.entities import Param
+
+        held = self.client.get_run(self.run_id).data.params
+        params = {k: str(v) for k, v in self.params.items()}
+        changed = sorted(k for k in params.keys() & held.keys() if params[k] != held[k])
+        if changed:  # MLflow's params never change; a resume that trains longer says so here
+            print(f"MLflow run {self.run_id} keeps its params {changed}; this start uses "
+                  f"{', '.join(f'{k}={params[k]}' for k in changed)}")
+        new = [Param(k, v) for k, v in params.items() if k not in held]
+        for i in range(0, len(new), 100):  # MLflow takes at most 100 params a batch
+            self.client.log_batch(self.run_id, params=new[i:i + 100])
+
+    def _log_metrics(self, values: dict[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step) for k, v in values.items()])
+
+    def log_artifact(self, path: str | os.PathLike) -> None:
+        self.client.log_artifact(self.run_id, str(path))
+
+    def _finish(self, status: str) -> None:
+        self.client.set_terminated(self.run_id, self.STATUS[status])
+
+
+# -- Weights & Biases ---------------------------------------------------------------------------
+
+
+class WandbLogger(Tracker):
+    """A W&B run in ``project``; ``mode`` ``online`` or ``offline`` (default: ``WANDB_MODE``, else
+    W&B's own). Offline runs are written under ``WANDB_DIR`` (default ``./wandb``) for ``wandb sync``.
+
+    Artifacts are the run's files (its Files tab), copied into the run's directory.
+    """
+
+    name = "wandb"
+    EXIT_CODE: ClassVar[dict[str, int]] = {"finished": 0, "killed": 130, "failed": 1}
+
+    def __init__(self, params: Mapping[str, Any] | None = None, *, mode: str | None = None, **kwargs: Any):
+        super().__init__(params, **kwargs)
+        if mode not in (None, *WANDB_MODES):
+            raise ValueError(f"mode must be one of {WANDB_MODES} or None, got {mode!r}")
+        self.wandb = _import("wandb", type(self).__name__)
+        self.mode = mode
+        self.run = None
+
+    def record(self) -> dict[str, str]:
+        return {"run_id": self.run_id, "project": self.project, "mode": self.run.settings.mode}
+
+    def _open(self) -> None:
+        try:
+            self.run = self.wandb.init(
+                project=self.project, name=self.run_name, tags=list(self.tags) or None, config=self.params,
+                id=self.run_id, resume="allow" if self.run_id else None, mode=self.mode, reinit="create_new",
+            )
+        except (self.wandb.Error, ValueError) as e:
+            raise TrackerError(f"W&B: cannot open a run in project {self.project!r}: {e}") from None
+        self.run_id = self.run.id
+
+    def _last_step(self) -> int | None:
+        if self.run.settings._offline:  # W&B cannot say offline: read this run's earlier offline segments
+            here = pathlib.Path(self.run.settings.sync_dir).resolve()
+            earlier = [p for p in offline_segments(self.run.settings.wandb_dir, self.run_id) if p.parent.resolve() != here]
+            return max((step for path in earlier for step, _ in wandb_history(path)), default=None)
+        return self.run.starting_step - 1 if self.run.starting_step else None
+
+    def _log_params(self) -> None:
+        self.run.config.update(self.params, allow_val_change=True)  # a resume may train longer
+
+    def _log_metrics(self, values: dict[str, float], step: int) -> None:
+        self.run.log(values, step=step)
+
+    def log_artifact(self, path: str | os.PathLike) -> None:
+        # A copy, not W&B's default symbolic link to the run directory's file, which may be rewritten.
+        copy = pathlib.Path(self.run.dir) / pathlib.Path(path).name
+        shutil.copyfile(path, copy)
+        self.run.save(str(copy), base_path=self.run.dir, policy="now")
+
+    def _finish(self, status: str) -> None:
+        offline, log = self.run.settings._offline, pathlib.Path(self.run.settings.sync_dir) / f"run-{self.run_id}.wandb"
+        self.run.finish(exit_code=self.EXIT_CODE[status])
+        if offline:  # W&B may write the log's end after finish() returns; a resume in this process reads it
+            deadline = time.monotonic() + 10
+            while not _ends(log) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+def _ends(log: pathlib.Path) -> bool:
+    """Whether a ``.wandb`` log holds its run's exit record."""
+    try:
+        return any(record.WhichOneof("record_type") == "exit" for record in wandb_records(log))
+    except (OSError, ValueError):
+        return False
+
+
+def offline_segments(wandb_dir: str | os.PathLike, run_id: str) -> list[pathlib.Path]:
+    """The ``.wandb`` files of run ``run_id``'s offline segments under ``wandb_dir`` (one a start), oldest first."""
+    if not WANDB_ID.fullmatch(run_id):  # a validated id has no glob or path characters
+        raise ValueError(f"not a W&B run id: {run_id!r}")
+    return sorted(pathlib.Path(p) for p in glob.glob(os.path.join(glob.escape(str(wandb_dir)),
+                                                                  f"offline-run-*-{run_id}", f"run-{run_id}.wandb")))
+
+
+def wandb_records(path: str | os.PathLike) -> Iterator[Any]:
+    """The records (``wandb_internal_pb2.Record``) of a ``.wandb`` file, which W&B 0.31 has no Python reader for.
+
+    Its framing is LevelDB's log: a 7-byte header (``:W&B``, magic, version), then 32 KiB blocks of
+    chunks, each ``crc32c:u32 length:u16 type:u8`` (1 whole, 2 first, 3 middle, 4 last) and its
+    bytes. A torn tail (a killed writer) ends the iteration.
+    """
+    from wandb.proto import wandb_internal_pb2
+
+    data = pathlib.Path(path).read_bytes()
+    if data[:4] != b":W&B":
+        raise ValueError(f"{path} is not a W&B transaction log")
+    pos, pending, block = 7, b"", 32768
+    while pos + 7 <= len(data):
+        if block - pos % block < 7:  # too little room left in the block for a header: padding
+            pos += block - pos % block
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+        if kind == 0 or len(chunk) < length:
+            return
+        pending = chunk if kind in (1, 2) else pending + chunk
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            yield record
+
+
+def wandb_history(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(step, {metric: value})`` of each history row in a ``.wandb`` file."""
+    import json
+
+    for record in wandb_records(path):
+        if record.WhichOneof("record_type") == "history":
+            items = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
+            yield record.history.step.num, {k: v for k, v in items.items() if not k.startswith("_")}
+
+
+# -- run.json's record of them ---------------------------------------------------------------
+
+MLFLOW_ID = re.compile(r"[0-9a-f]{32}")
+WANDB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # also a path component of W&B's offline segments
+FIELDS = {"mlflow": ("run_id", "tracking_uri", "experiment"), "wandb": ("run_id", "project", "mode")}
+
+
+def check_record(trackers: Any) -> None:
+    """Checks run.json's ``trackers`` (``{name: {field: string}}``); ValueError names what was expected.
+
+    Nothing in it becomes a path or a choice of tracker: the ids are matched against the trackers'
+    own id formats, and a recorded MLflow tracking URI is only compared with the one the user's
+    flags or environment give (see :func:`continued`).
+    """
+    if not isinstance(trackers, dict):
+        raise ValueError(f"trackers must be an object of {NAMES}, got {trackers!r}")
+    for name, entry in trackers.items():
+        if name not in FIELDS:
+            raise ValueError(f"trackers: unknown tracker {name!r}; known: {NAMES}")
+        if not isinstance(entry, dict) or sorted(entry) != sorted(FIELDS[name]):
+            raise ValueError(f"trackers.{name} must be an object with keys {list(FIELDS[name])}, got {entry!r}")
+        for key, value in entry.items():
+            if not isinstance(value, str) or not value or len(value) > 1000 or not value.isprintable():
+                raise ValueError(f"trackers.{name}.{key} must be a non-empty printable string, got {value!r}")
+        pattern = MLFLOW_ID if name == "mlflow" else WANDB_ID
+        if not pattern.fullmatch(entry["run_id"]):
+            raise ValueError(f"trackers.{name}.run_id must match {pattern.pattern}, got {entry['run_id']!r}")
+        if name == "wandb" and entry["mode"] not in WANDB_MODES:
+            raise ValueError(f"trackers.wandb.mode must be one of {WANDB_MODES}, got {entry['mode']!r}")
+
+
+def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded: dict[str, str] | None) -> Tracker:
+    """The tracker ``name`` for a run directory: a new tracker run, or the ``recorded`` one continued."""
+    require(name)
+    kwargs = {"project": options.project, "run_name": options.run_name, "tags": options.tags}
+    if name == "mlflow":
+        tracker = MLflowLogger(params, tracking_uri=options.mlflow_tracking_uri, **kwargs)
+        if recorded:
+            continued(tracker, recorded)
+        return tracker
+    tracker = WandbLogger(params, mode=options.wandb_mode, **kwargs)
+    if recorded:
+        tracker.run_id, tracker.project = recorded["run_id"], recorded["project"]
+    return tracker
+
+
+def continued(tracker: MLflowLogger, recorded: dict[str, str]) -> None:
+    """Points ``tracker`` at the recorded run, in the store the user chose: a run.json never picks
+    the store (a ``sqlite:``/``file:`` URI is a path MLflow writes to)."""
+    if recorded["tracking_uri"] != tracker.tracking_uri:
+        raise TrackerError(
+            f"run.json records MLflow run {recorded['run_id']} at {recorded['tracking_uri']}, but this start's "
+            f"tracking URI is {tracker.tracking_uri}; to continue that run pass --mlflow-tracking-uri "
+            f"{recorded['tracking_uri']} (or set MLFLOW_TRACKING_URI) if you trust it"
+        )
+    tracker.run_id = recorded["run_id"]

@@ -1,0 +1,177 @@
+"""MLflow and W&B trackers, offline, read back with their own readers: a CLI run killed mid-way and
+resumed stays one tracker run with each env step logged once and the values of metrics.csv."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from test_run_dir import CACHE, ENV, EPOCH, FLAGS, ROOT, cli, wait_for_rows
+
+from gymjax.cli import main
+from gymjax.trainers import rundir, trackers
+from gymjax.trainers.loggers import read_rows
+from gymjax.trainers.ppo import PPOConfig, train
+
+CONFIG = PPOConfig(  # FLAGS as a config: the same compiled programs
+    num_envs=8, unroll_length=16, num_minibatches=2, update_epochs=4, num_evals=2, num_eval_envs=4,
+    epoch_iterations=2, policy_hidden_sizes=(16, 16), num_timesteps=2 * EPOCH,
+)
+WALL_TIME = ("sps", "time/")  # the only metrics a replayed epoch does not reproduce
+
+
+def needs(module):
+    try:
+        __import__(module)
+    except ImportError:
+        pytest.skip(f"{module} is not installed (pip install -e '.[{module}]')")
+
+
+def csv_rows(run_dir):
+    return [{k: float(v) for k, v in row.items() if v != ""} for row in read_rows(run_dir / "metrics.csv")[1]]
+
+
+@pytest.fixture
+def offline_wandb(tmp_path, monkeypatch):
+    needs("wandb")
+    for name in ("WANDB_DIR", "WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / name))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    return tmp_path / "WANDB_DIR" / "wandb"
+
+
+# -- MLflow ---------------------------------------------------------------------------------
+
+
+def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_path, monkeypatch):
+    needs("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under ./mlruns
+    uri, run_dir = f"sqlite:///{tmp_path}/store.db", tmp_path / "run"  # not the default ./mlflow.db
+    flags = [f for f in FLAGS if f != "--no-video"]
+    proc = cli("train", *flags, "--timesteps", 8 * EPOCH, "--save-every-epochs", 3, "--run-dir", run_dir,
+               "--logger", "csv", "mlflow", "--mlflow-tracking-uri", uri, "--tracker-project", "cartpole",
+               "--tracker-tags", "suite=test", "tiny", wait=False)
+    wait_for_rows(run_dir / "metrics.csv", 5, proc)
+    proc.kill()  # after the checkpoint of epoch 3, before the one of epoch 6: epochs 4 and 5 are replayed
+    proc.communicate()
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("cartpole").experiment_id])
+    logged = max(m.step for m in client.get_metric_history(run.info.run_id, "epoch"))
+    assert logged >= 4 * EPOCH
+
+    with pytest.raises(SystemExit, match="pass --mlflow-tracking-uri sqlite:///"):  # run.json never picks the store
+        main(["train", "--run-dir", str(run_dir), "--resume"])
+    assert main(["train", "--run-dir", str(run_dir), "--resume", "--mlflow-tracking-uri", uri]) == 0
+
+    (run,) = client.search_runs([run.info.experiment_id])
+    assert json.loads((run_dir / "run.json").read_text())["trackers"]["mlflow"] == {
+        "run_id": run.info.run_id, "tracking_uri": uri, "experiment": "cartpole"}
+    assert run.info.status == "FINISHED" and run.info.run_name == "run"
+    assert run.data.tags["suite"] == "test" and run.data.tags["tiny"] == ""
+    assert run.data.params["num_envs"] == "8" and run.data.params["env"] == ENV
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"learning_curve.png", "policy.mp4"}
+    rows = csv_rows(run_dir)
+    assert [r["env_steps"] for r in rows] == [EPOCH * i for i in range(1, 9)]
+    for key in rows[-1]:
+        if key == "env_steps":
+            continue
+        history = {m.step: m.value for m in client.get_metric_history(run.info.run_id, key)}
+        assert len(client.get_metric_history(run.info.run_id, key)) == len(history)  # each step once
+        for row in rows:
+            if key not in row or (key.startswith(WALL_TIME) and 3 * EPOCH < row["env_steps"] <= logged):
+                continue  # a replayed epoch keeps the wall time it was first logged with
+            assert history.pop(int(row["env_steps"])) == pytest.approx(row[key], rel=1e-6), (key, row["env_steps"])
+        assert all(3 * EPOCH < step <= logged for step in history), (key, history)
+
+
+def test_mlflow_logger_as_a_hook_of_ppo_train(tmp_path):
+    needs("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    logger = trackers.MLflowLogger(params=CONFIG.to_dict(), tracking_uri=uri, project="api", run_name="hooked")
+    train(CONFIG, ENV, hooks=[logger], progress_bar=False)
+    run = MlflowClient(uri).get_run(logger.run_id)
+    assert run.info.status == "FINISHED" and run.info.run_name == "hooked"
+    assert run.data.params["policy_hidden_sizes"] == "(16, 16)"
+    assert [m.step for m in MlflowClient(uri).get_metric_history(logger.run_id, "losses/total")] == [EPOCH, 2 * EPOCH]
+
+
+# -- W&B ------------------------------------------------------------------------------------
+
+
+def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch(tmp_path, offline_wandb):
+    run_dir = tmp_path / "run"
+    options = trackers.TrackerOptions(project="cartpole", tags=("tiny",))
+    quiet = {"console": False, "progress_bar": False, "video": False}
+    rundir.train(run_dir, ENV, CONFIG.replace(num_timesteps=3 * EPOCH), loggers=["wandb"], tracker_options=options,
+                 **quiet)
+    shutil.rmtree(run_dir / "checkpoints" / "3")  # resumes from epoch 2: epoch 3 is replayed
+    rundir.train(run_dir, resume=True, num_timesteps=4 * EPOCH, **quiet)
+
+    recorded = json.loads((run_dir / "run.json").read_text())["trackers"]["wandb"]
+    assert recorded["project"] == "cartpole" and recorded["mode"] == "offline"
+    segments = trackers.offline_segments(offline_wandb, recorded["run_id"])
+    assert len(segments) == 2  # one W&B run (one id), a segment per start
+    runs = [r.run for path in segments for r in trackers.wandb_records(path) if r.WhichOneof("record_type") == "run"]
+    assert {(r.run_id, r.project, r.display_name) for r in runs} == {(recorded["run_id"], "cartpole", "run")}
+    assert list(runs[0].tags) == ["tiny"]  # the resumed segment sends none, leaving the run's own
+    history = [row for path in segments for row in trackers.wandb_history(path)]
+    rows = csv_rows(run_dir)
+    assert [step for step, _ in history] == [r["env_steps"] for r in rows] == [EPOCH * i for i in range(1, 5)]
+    for (step, logged), row in zip(history, rows):
+        for key, value in row.items():
+            if key != "env_steps" and not (key.startswith(WALL_TIME) and step == 3 * EPOCH):
+                assert logged[key] == pytest.approx(value, rel=1e-6), (key, step)
+    config = {i.key: json.loads(i.value_json) for path in segments for r in trackers.wandb_records(path)
+              if r.WhichOneof("record_type") == "config" for i in r.config.update}
+    assert config["num_envs"] == 8 and config["env"] == ENV and config["num_timesteps"] == 4 * EPOCH
+    for segment in segments:
+        plot = segment.parent / "files" / "learning_curve.png"
+        assert plot.is_file() and not plot.is_symlink()
+
+
+# -- run.json and the extras -----------------------------------------------------------------
+
+GOOD = {"run_id": "0" * 32, "tracking_uri": "sqlite:///x.db", "experiment": "e"}
+
+
+@pytest.mark.parametrize("trackers_value, message", [
+    ([], "trackers must be an object"),
+    ({"neptune": {}}, "unknown tracker 'neptune'"),
+    ({"mlflow": {**GOOD, "extra": "x"}}, "must be an object with keys"),
+    ({"mlflow": {**GOOD, "run_id": "../../etc"}}, "run_id must match"),
+    ({"mlflow": {**GOOD, "tracking_uri": 3}}, "must be a non-empty printable string"),
+    ({"wandb": {"run_id": "a/b", "project": "p", "mode": "offline"}}, "run_id must match"),
+    ({"wandb": {"run_id": "abc", "project": "p", "mode": "disabled"}}, "mode must be one of"),
+])
+def test_run_json_trackers_are_checked(trackers_value, message):
+    record = rundir.RunRecord(ENV, {}, CONFIG).to_json()
+    with pytest.raises(rundir.RunDirectoryError, match=message):
+        rundir.RunRecord.from_json({**record, "trackers": trackers_value})
+
+
+def test_a_missing_library_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # as if not installed
+    with pytest.raises(SystemExit, match=r"^the mlflow logger needs mlflow: pip install 'gymjax\[mlflow\]'$"):
+        main(["train", *FLAGS, "--run-dir", str(tmp_path / "run"), "--logger", "mlflow"])
+    assert not (tmp_path / "run").exists()  # refused before anything is written
+    with pytest.raises(trackers.TrackerError, match=r"pip install 'gymjax\[mlflow\]'"):
+        trackers.MLflowLogger()
+    with pytest.raises(SystemExit, match="one metrics file per run"):
+        main(["train", *FLAGS, "--run-dir", str(tmp_path / "run"), "--logger", "csv", "--metrics-format", "jsonl"])
+
+
+def test_gymjax_and_its_trainer_never_import_a_tracker():
+    code = ("import sys, gymjax, gymjax.trainers.rundir, gymjax.trainers.ppo, gymjax.cli.run; "
+            "print(sorted({'mlflow', 'wandb'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(CACHE)})
+    assert out.stdout.strip() == "[]", out.stderr[-2000:]
+
