@@ -255,6 +255,101 @@ def gymnasium_make_vec(
     _require(ended > 0, "no episode ended in 100 steps")
 
 
+def gymnasium_reset_writable(env_id: str):
+    """What users and wrappers do to a reset's observation: write into it (it was a read-only view)."""
+    import gymnasium
+    from gymnasium.wrappers import vector
+
+    obs, _ = _make(env_id).reset(seed=0)
+    obs *= 1.0
+    envs = vector.FlattenObservation(_make_vec(env_id))  # writes the reset obs into its own buffer
+    obs, _ = envs.reset(seed=0)
+    obs *= 1.0
+    _require(isinstance(envs.unwrapped, gymnasium.vector.VectorEnv), "not a vector env")
+
+
+def minari_style_seeds(env_id: str):
+    """Minari's DataCollector seeds each reset with a 60-bit random int (``secrets.randbits``), as any
+    Gymnasium env takes it; seeds above 2**32 - 1 were refused."""
+    import secrets
+
+    import numpy as np
+
+    env = _make(env_id)
+    seed = secrets.randbits(60) | 2**59
+    first, _ = env.reset(seed=seed)
+    again, _ = env.reset(seed=seed)
+    _require(np.array_equal(first, again), "the same 60-bit seed gave another episode")
+    envs = _make_vec(env_id)
+    obs, _ = envs.reset(seed=seed)  # env i: seed + i
+    _require(np.array_equal(obs[0], first), "make_vec's env 0 differs from make(id) reset with the same seed")
+
+
+def rllib_style_next_step_loop(env_id: str, num_envs: int = 4, steps: int = 200):
+    """RLlib's env runners (``gym_env_vectorize_mode="vector_entry_point"``) step ``make_vec(id, n)``
+    as Gymnasium's default NEXT_STEP vector env, without checking: after an env's episode ends, its
+    next obs starts the next episode and that step's reward is dropped. This loop does what they do,
+    in plain Gymnasium code, and checks every obs it would record against ``make(id)`` envs stepped
+    alone: on a SAME_STEP env it records the reset obs as the episode's last, silently."""
+    import gymnasium
+    import numpy as np
+
+    import gymjax  # noqa: F401
+
+    envs = gymnasium.make_vec(env_id, num_envs, vectorization_mode="vector_entry_point")
+    singles = [gymnasium.make(env_id) for _ in range(num_envs)]
+    obs, _ = envs.reset(seed=0)
+    expected = np.stack([env.reset(seed=i)[0] for i, env in enumerate(singles)])
+    _require(np.allclose(obs, expected), "reset observations differ")
+    envs.action_space.seed(0)
+    restarted, episodes = np.zeros(num_envs, bool), 0
+    for t in range(steps):
+        actions = envs.action_space.sample()
+        obs, reward, terminated, truncated, _ = envs.step(actions)
+        for i, env in enumerate(singles):
+            if restarted[i]:  # the runner starts env i's next episode with this obs
+                want, want_reward, want_flags = env.reset()[0], 0.0, (False, False)
+                episodes += 1
+            else:
+                want, want_reward, term, trunc, _ = env.step(actions[i])
+                want_flags = (term, trunc)
+            _require(
+                np.allclose(obs[i], want) and reward[i] == want_reward and
+                (bool(terminated[i]), bool(truncated[i])) == want_flags,
+                f"env {i}, step {t}: the transition a NEXT_STEP client records is not the env's "
+                f"(autoreset_mode={envs.metadata.get('autoreset_mode')})",
+            )
+        restarted = terminated | truncated
+    _require(episodes > 0, f"no episode ended in {steps} steps")
+    return f"{episodes} episode ends checked"
+
+
+def many_envs_compile_once(env_id: str, count: int = 110, limit_s: float = 20.0):
+    """Tianshou's DQN example makes 10 train + 100 test envs with ``gymnasium.make``: each compiled its
+    own reset and step (~0.35 s each, ~40 s in all); envs of one id and options now share them."""
+    start = time.perf_counter()
+    envs = [_make(env_id) for _ in range(count)]
+    for i, env in enumerate(envs):
+        env.reset(seed=i)
+        env.step(env.action_space.sample())
+    seconds = time.perf_counter() - start
+    _require(seconds < limit_s, f"{count} x make + reset + step took {seconds:.1f} s")
+    return f"{count} x make(id) + reset + step: {seconds:.1f} s"
+
+
+def module_prefixed_id(env_id: str):
+    """``gymnasium.make("gymjax:<id>")`` imports gymjax itself, in a process that never did (RLlib's
+    env runners get the id string alone)."""
+    import gymnasium
+
+    _require("gymjax" not in sys.modules, "gymjax was imported before make")
+    env = gymnasium.make(f"gymjax:{env_id}")
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    envs = gymnasium.make_vec(f"gymjax:{env_id}", 2, vectorization_mode="vector_entry_point")
+    envs.reset(seed=0)
+
+
 def gymnasium_clone(env_id: str, how: str, **kwargs):
     """A clone of a stepped env continues exactly as the original does (its state travels with it)."""
     import copy
@@ -495,11 +590,11 @@ def torchrl_check_env_specs(env_id: str, **kwargs):
     check_env_specs(GymEnv(env_id, **kwargs))
 
 
-def torchrl_gym_wrapper(env_id: str):
+def torchrl_gym_wrapper(env_id: str, **kwargs):
     from torchrl.envs import GymWrapper
     from torchrl.envs.utils import check_env_specs
 
-    env = GymWrapper(_make_vec(env_id))
+    env = GymWrapper(_make_vec(env_id, **kwargs))
     check_env_specs(env)
     rollout = env.rollout(100, break_when_any_done=False)
     _require(rollout.batch_size[-1] == 100, f"rollout batch size {rollout.batch_size}")
@@ -692,21 +787,19 @@ def _cases() -> list[Case]:
                 env_id,
                 P(gymnasium_vector_wrapper, env_id, wrapper, *args),
                 needs=torch if wrapper == "NumpyToTorch" else (),
+                # NEXT_STEP is gymjax's default, as Gymnasium's: its observation wrappers take it.
                 cheap=wrapper == "NormalizeObservation",
-                # SAME_STEP stays gymjax's default (the README says when to ask for NEXT_STEP):
-                # Gymnasium's observation wrappers refuse it by name, which is the documented outcome.
-                refused="Expected autoreset_mode to be NEXT_STEP" if wrapper == "NormalizeObservation" else None,
             )
         )
-    # gymjax's vector env autoresets SAME_STEP by default, SyncVectorEnv NEXT_STEP: the README's advice
-    # for these wrappers, and Gymnasium's own SyncVectorEnv in SAME_STEP mode as the reference.
+    # The other mode, asked for by name: SAME_STEP refused by Gymnasium's observation wrappers (the
+    # documented outcome), and Gymnasium's own SyncVectorEnv in SAME_STEP mode as the reference.
     for wrapper, env_id, mode, needs in [
-        ("NormalizeObservation", "JaxCartPole-v0", "NEXT_STEP", ()),
-        ("NumpyToTorch", "JaxCartPole-v0", "NEXT_STEP", torch),
+        ("NormalizeObservation", "JaxCartPole-v0", "SAME_STEP", ()),
+        ("NumpyToTorch", "JaxCartPole-v0", "SAME_STEP", torch),
         ("NumpyToTorch", "CartPole-v1", "SAME_STEP", torch),
     ]:
         how = (
-            "make_vec(id, 4, 'vector_entry_point', autoreset_mode=NEXT_STEP)"
+            f"make_vec(id, 4, 'vector_entry_point', autoreset_mode={mode})"
             if env_id.startswith("Jax")
             else f"make_vec(id, 4, 'sync', vector_kwargs={{'autoreset_mode': {mode}}}) (reference)"
         )
@@ -717,8 +810,46 @@ def _cases() -> list[Case]:
                 env_id,
                 P(gymnasium_vector_wrapper, env_id, wrapper, autoreset_mode=mode),
                 needs=needs,
+                refused="Expected autoreset_mode to be NEXT_STEP" if wrapper == "NormalizeObservation" else None,
             )
         )
+    cases += [
+        Case(
+            gym,
+            "obs *= 1.0 and wrappers.vector.FlattenObservation(make_vec(id, 4)) on reset()'s obs",
+            "JaxCartPole-v0",
+            P(gymnasium_reset_writable, "JaxCartPole-v0"),
+            cheap=True,
+        ),
+        Case(
+            "Minari-style",
+            "reset(seed=secrets.randbits(60)) on make(id) and make_vec(id, 4), as DataCollector seeds",
+            "JaxCartPole-v0",
+            P(minari_style_seeds, "JaxCartPole-v0"),
+            cheap=True,
+        ),
+        Case(
+            "RLlib-style",
+            "NEXT_STEP loop over make_vec(id, 4, 'vector_entry_point'), every transition vs make(id) alone",
+            "JaxCartPole-v0",
+            P(rllib_style_next_step_loop, "JaxCartPole-v0"),
+            cheap=True,
+        ),
+        Case(
+            "RLlib-style",
+            "make('gymjax:<id>') and make_vec('gymjax:<id>', 2) in a process that never imported gymjax",
+            "JaxCartPole-v0",
+            P(module_prefixed_id, "JaxCartPole-v0"),
+            cheap=True,
+        ),
+        Case(
+            "Tianshou-style",
+            "110 x make(id) + reset + step (DQN example's 10 train + 100 test envs), under 20 s",
+            "JaxCartPole-v0",
+            P(many_envs_compile_once, "JaxCartPole-v0"),
+            cheap=True,
+        ),
+    ]
     cases += [
         Case(
             gym,
@@ -971,10 +1102,20 @@ def _cases() -> list[Case]:
         ),
         Case(
             trl,
-            "GymWrapper(make_vec(id, 4, 'vector_entry_point')): check_env_specs, rollout(100)",
+            "GymWrapper(make_vec(id, 4, 'vector_entry_point', autoreset_mode=SAME_STEP)): check_env_specs, "
+            "rollout(100)",
+            "JaxCartPole-v0",
+            P(torchrl_gym_wrapper, "JaxCartPole-v0", autoreset_mode="same_step"),
+            trl_needs,
+        ),
+        Case(
+            trl,
+            "GymWrapper(make_vec(id, 4, 'vector_entry_point')) (NEXT_STEP, Gymnasium's default)",
             "JaxCartPole-v0",
             P(torchrl_gym_wrapper, "JaxCartPole-v0"),
             trl_needs,
+            # torchrl asks for SAME_STEP and refuses Gymnasium's default by name: the README says so.
+            refused="auto-reset mode must be one of SAME_STEP or DISABLED",
         ),
     ]
     cleanrl_needs = ("torch", "tensorboard", "tyro")

@@ -115,7 +115,7 @@ def mujoco_rollout(n: int) -> Stack:
 def vector_env(n: int) -> Stack:
     from gymjax.wrappers.gymnasium import GymnasiumVectorEnv
 
-    env = GymnasiumVectorEnv("JaxAnt-v0", n, engine="mujoco")
+    env = GymnasiumVectorEnv("JaxAnt-v0", n, engine="mujoco", autoreset_mode="same_step")
     env.reset(seed=0)
     action = _cycle(_actions(n))
     return Stack("gymjax VectorEnv", lambda: env.step(action()), env.close)
@@ -244,7 +244,7 @@ def profile(n: int, steps: int, repeats: int) -> dict[str, float]:
     jitted_state = [jax.jit(stack.reset)(jax.random.split(jax.random.PRNGKey(0), n))]
     physics = HostPhysics(base.mj_model, base.frame_skip, THREADS, base.data_fields, base.differenced_fields)
     physics_state = [np.array(jitted_state[0].env_state.state)]
-    vector = GymnasiumVectorEnv("JaxAnt-v0", n, backend="mujoco")
+    vector = GymnasiumVectorEnv("JaxAnt-v0", n, backend="mujoco", autoreset_mode="same_step")
     vector.reset(seed=0)
     action = _cycle(_actions(n))
 

@@ -72,7 +72,9 @@ def collect(env_id: str, num_envs: int, steps: int, max_episode_steps: int, seed
 
     from gymjax.wrappers.sb3 import SB3VecEnv
 
-    vec = gymnasium.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_episode_steps, **env_kwargs)
+    # SAME_STEP: info["final_obs"] holds what an ended episode reached, as SB3's terminal_observation.
+    vec = gymnasium.make_vec(env_id, num_envs=num_envs, max_episode_steps=max_episode_steps,
+                             autoreset_mode="same_step", **env_kwargs)
     stats = gymnasium.wrappers.vector.RecordEpisodeStatistics(vec)
     with warnings.catch_warnings():
         # The adapter reports itself Monitor-wrapped (it fills info["episode"]);

@@ -77,7 +77,7 @@ def vector_env(n: int, env_id: str = "JaxAnt-v0", **env_kwargs) -> Stepper:
 
     import gymjax  # noqa: F401  (registers the ids)
 
-    env = gymnasium.make_vec(env_id, num_envs=n, **env_kwargs)
+    env = gymnasium.make_vec(env_id, num_envs=n, autoreset_mode="same_step", **env_kwargs)  # as measured
     env.reset(seed=0)
     actions = random_actions(env.single_action_space, n)
     return Stepper(functools.partial(env.step, actions), env.close, env)

@@ -2,14 +2,22 @@
 
 :class:`GymnasiumEnv` is one env with NumPy in and out. :class:`GymnasiumVectorEnv`
 steps all ``num_envs`` envs in one jitted call, with auto-reset in either of
-Gymnasium's modes: ``SAME_STEP`` (the default: ``infos["final_obs"]``,
-``infos["final_info"]`` and their ``_`` masks laid out as ``SyncVectorEnv`` lays
-them out) or ``NEXT_STEP`` (``SyncVectorEnv``'s default, which Gymnasium's
-observation wrappers require). Both present a :class:`~gymjax.wrappers.session.Session`.
+Gymnasium's modes: ``NEXT_STEP`` (the default, as ``SyncVectorEnv``'s and every
+Gymnasium vector env's: the ending step returns the episode's last observation, the
+next step returns the reset one with reward 0 and both flags False; Gymnasium's
+observation wrappers require it, and clients such as RLlib assume it without
+checking) or ``SAME_STEP`` (``infos["final_obs"]``, ``infos["final_info"]`` and
+their ``_`` masks laid out as ``SyncVectorEnv`` lays them out; torchrl asks for it,
+and refuses the other mode by name). Both present a
+:class:`~gymjax.wrappers.session.Session`.
 
 Seeding follows ``SyncVectorEnv``: ``reset(seed=s)`` seeds env ``i`` with ``s + i``,
 and env ``i`` then draws the same episodes as ``gymnasium.make(id)`` reset with
-``seed=s + i``.
+``seed=s + i``. Seeds are any non-negative int, as Gymnasium's. gymjax envs draw
+their randomness from JAX keys, not from ``np_random``; a generator assigned to
+``env.np_random`` (as Gymnasium allows) seeds the next unseeded ``reset()``:
+``reset(seed=generator.integers(2**63))``, after which resets continue that stream.
+Observations and infos, of a reset as of a step, are writable NumPy arrays.
 """
 
 from __future__ import annotations
@@ -28,7 +36,36 @@ from gymjax.wrappers.training import AutoResetMode, RandomizationFn
 _GYMNASIUM_MODES = {AutoResetMode.SAME_STEP: AutoresetMode.SAME_STEP, AutoResetMode.NEXT_STEP: AutoresetMode.NEXT_STEP}
 
 
-class GymnasiumEnv(Presenter, gymnasium.Env):
+class AssignedGenerator:
+    """``env.np_random = generator`` seeds the next unseeded reset from ``generator``.
+
+    Gymnasium lets users assign ``np_random``; a Gymnasium env then draws its next
+    episodes from it. gymjax envs draw theirs from JAX keys, so the assigned generator
+    gives the next ``reset()`` without a seed its seed (``generator.integers(2**63)``);
+    resets after that continue the key stream that seed started. A ``reset(seed=...)``
+    first replaces the generator, as it does on Gymnasium's envs.
+    """
+
+    _assigned_generator: np.random.Generator | None = None
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        return type(self)._base_np_random.fget(self)
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        type(self)._base_np_random.fset(self, value)
+        self._assigned_generator = value
+
+    def _seed_for_reset(self, seed: Any) -> Any:
+        """The seed this reset uses: ``seed``, or one drawn from an assigned generator."""
+        assigned, self._assigned_generator = self._assigned_generator, None
+        if seed is None and assigned is not None:
+            return int(assigned.integers(2**63))
+        return seed
+
+
+class GymnasiumEnv(AssignedGenerator, Presenter, gymnasium.Env):
     """One gymjax env behind Gymnasium's ``Env`` API (NumPy float32 observations).
 
     Args:
@@ -50,6 +87,7 @@ class GymnasiumEnv(Presenter, gymnasium.Env):
 
     # Read by gymnasium.make before an instance exists; instances narrow it.
     metadata = {"render_modes": ["rgb_array", "human"]}
+    _base_np_random = gymnasium.Env.np_random
 
     def __init__(
         self,
@@ -82,8 +120,8 @@ class GymnasiumEnv(Presenter, gymnasium.Env):
         """``options`` are accepted and ignored, as Gymnasium's MuJoCo envs do."""
         if seed is not None:
             check_seed(seed)
-        super().reset(seed=seed)
-        self.session.reset(seed)
+            super().reset(seed=seed)
+        self.session.reset(self._seed_for_reset(seed))
         obs, info = self.session.fetch_reset()
         if self.render_mode == "human":
             self.session.render()
@@ -142,7 +180,7 @@ class GymnasiumEnv(Presenter, gymnasium.Env):
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}") from None
 
 
-class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
+class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEnv):
     """``num_envs`` gymjax envs stepped by one jitted call (Gymnasium ``VectorEnv``).
 
     Args:
@@ -152,15 +190,16 @@ class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
         render_mode: ``None`` or ``"rgb_array"`` (``render()`` gives one frame per env).
         randomization_fn: domain randomization, drawn per env at each reset.
         action_repeat: agent steps are ``action_repeat`` env steps.
-        autoreset_mode: ``AutoresetMode.SAME_STEP`` (default) or ``NEXT_STEP``
-            (Gymnasium's enum, or ``"same_step"`` / ``"next_step"``).
+        autoreset_mode: ``AutoresetMode.NEXT_STEP`` (default, as ``SyncVectorEnv``'s) or
+            ``SAME_STEP`` (Gymnasium's enum, or ``"next_step"`` / ``"same_step"``).
         **env_kwargs: the env's constructor options.
 
     Outputs are NumPy: observations ``[N, *obs_shape]`` float32, rewards float32,
     terminations and truncations bool.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    _base_np_random = gymnasium.vector.VectorEnv.np_random
 
     def __init__(
         self,
@@ -170,7 +209,7 @@ class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
         render_mode: str | None = None,
         randomization_fn: RandomizationFn | None = None,
         action_repeat: int = 1,
-        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         width: int = 480,
         height: int = 480,
         **env_kwargs: Any,
@@ -200,8 +239,9 @@ class GymnasiumVectorEnv(Presenter, gymnasium.vector.VectorEnv):
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         """``options`` are accepted and ignored, as Gymnasium's MuJoCo envs do."""
-        self.session.reset(seed)
-        self._np_random_seed = seed if isinstance(seed, int) else None
+        self.session.reset(self._seed_for_reset(seed))
+        if seed is not None:
+            self._np_random_seed = seed if isinstance(seed, int) else None
         obs, info = self.session.fetch_reset()
         everyone = np.ones(self.num_envs, bool)
         infos: dict[str, Any] = {}

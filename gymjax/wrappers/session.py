@@ -5,10 +5,10 @@ share, so each rule is written once:
 
 - the JAX stack (domain randomization, action repeat, time limit, vmap,
   auto-reset) and its two jitted functions;
-- the one seeding policy: env ``i`` of a batch reset with ``seed=s`` gets
-  ``PRNGKey(s + i)`` (or ``PRNGKey(seeds[i])``), and then draws the episodes a
-  single env reset with that seed draws; an env reset without a seed continues
-  its own key stream, or starts a random one;
+- the one seeding policy: env ``i`` of a batch reset with ``seed=s`` gets the
+  key of ``s + i`` (or of ``seeds[i]``; :func:`seed_words`), and then draws the
+  episodes a single env reset with that seed draws; an env reset without a seed
+  continues its own key stream, or starts a random one;
 - one transfer to the host per step (:meth:`fetch`), with the info keys split
   into those a reset reports and the step-only ones;
 - episode statistics (kept in JAX by the time limit, ``state.episode``),
@@ -17,12 +17,20 @@ share, so each rule is written once:
 Adapters only present its results in their framework's types. A session is
 either batched (``num_envs=N``: ``[N, ...]`` arrays, auto-reset) or a single env
 (``num_envs=None``: unbatched, no auto-reset, as Gymnasium's ``Env``).
+
+Compiling reset and step costs a third of a second for CartPole; sessions with
+the same description (env id and options, batch size, wrapper options) share
+one :class:`_Program` (its jitted functions and JAX env), so that a hundred
+``gymnasium.make(id)`` compile once (:func:`_program_key`).
 """
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import os
 import sys
+import threading
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -41,19 +49,33 @@ from gymjax.wrappers.training import (
     wrap_for_training,
 )
 
-# Seeds become ``jax.random.PRNGKey(seed)``; 32 bits keep a scalar seed and a
-# vector of seeds on the same keys whatever ``jax_enable_x64`` says.
-MAX_SEED = 2**32 - 1
-
-# Unseeded resets draw their seeds here: one generator for every adapter.
+# Unseeded resets draw their seeds here (32 bits: each becomes ``PRNGKey(seed)``), one generator
+# for every adapter.
+MAX_FRESH_SEED = 2**32 - 1
 _fresh = np.random.default_rng()
+
+_WORD = 2**32
 
 
 def check_seed(seed: Any) -> int:
+    """A seed as Gymnasium's envs take one: any non-negative int (Minari draws 60-bit seeds)."""
     is_int = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
-    if not is_int or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed must be an int in [0, 2**32 - 1], got {seed!r}")
+    if not is_int or seed < 0:
+        raise ValueError(f"seed must be a non-negative int (of any size, as Gymnasium's), got {seed!r}")
     return int(seed)
+
+
+def seed_words(seed: int) -> tuple[int, int]:
+    """``(low, high)`` uint32 words a seed becomes: the env's key is ``PRNGKey(low)``, with ``high``
+    folded in (``jax.random.fold_in``) when it is not 0.
+
+    A seed below 2**32 is ``PRNGKey(seed)``, as always; one below 2**64 is its two words, exactly
+    (no two such seeds share a key). A larger seed is hashed (BLAKE2b) into 64 bits first:
+    distinct in practice, as 64-bit seeds are."""
+    if seed >= _WORD * _WORD:
+        digest = hashlib.blake2b(seed.to_bytes((seed.bit_length() + 7) // 8, "little"), digest_size=8)
+        seed = int.from_bytes(digest.digest(), "little")
+    return seed % _WORD, seed // _WORD
 
 
 def check_num_envs(num_envs: Any) -> int:
@@ -136,8 +158,6 @@ def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | 
             raise ValueError(f"expected {num_envs} seeds, one per env, got {len(seed)}")
         return [None if s is None else check_seed(s) for s in seed]
     seed = check_seed(seed)
-    if seed + num_envs - 1 > MAX_SEED:
-        raise ValueError(f"seed + num_envs - 1 must be at most 2**32 - 1, got seed {seed}")
     return [seed + i for i in range(num_envs)]
 
 
@@ -288,6 +308,130 @@ class Presenter:
         return self.session.state
 
 
+class _Program:
+    """What a session compiles: its JAX stack, the jitted reset and step, the step's packer.
+
+    It holds no session's state, so sessions of one description share it (see :func:`_program_for`):
+    the hundredth ``gymnasium.make("JaxCartPole-v0")`` reuses the first one's compiled functions.
+    """
+
+    def __init__(self, base: Env, jax_env: Env, num_envs: int, batched: bool, autoreset_mode: AutoResetMode,
+                 limited: bool):
+        self.base, self.jax_env, self.num_envs, self.batched = base, jax_env, num_envs, batched
+        self.autoreset_mode, self.limited = autoreset_mode, limited
+        self.step = jax.jit(jax_env.step)
+        self.start = jax.jit(self._start_episodes)
+        n = num_envs
+        starts = jax.eval_shape(
+            self._start_episodes,
+            jax.ShapeDtypeStruct((n, 2), jnp.uint32),
+            jax.ShapeDtypeStruct((n,), jnp.bool_),
+            jax.ShapeDtypeStruct((n, *key_shape()), jnp.uint32),
+        )
+        self.start_shapes = starts[0]
+        fetched = jax.eval_shape(self._host_view, starts[0])
+        check_batch_fits(n, starts[0], fetched, starts[0].obs)
+        self.packer = _Packer(fetched)
+        self.step_host = jax.jit(self._step_and_pack)
+
+    def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
+        """One compiled reset: each env's seed key (:func:`seed_words`: ``seeds[i]`` holds its low and
+        high words) where ``given``, else the env's stream."""
+        low, high = seeds[:, 0], seeds[:, 1]
+        keyed = jax.vmap(jax.random.PRNGKey)(low)
+        folded = jax.vmap(jax.random.fold_in)(keyed, high)
+        keyed = jnp.where((high != 0)[:, None], folded, keyed)
+        keys = jnp.where(given[:, None], keyed, stream)
+        if self.batched:
+            return self.jax_env.reset(keys), keys
+        keep, use = next_reset_key(keys[0])
+        return self.jax_env.reset(use), keep
+
+    def _host_view(self, s: State):
+        """What :meth:`Session.fetch` hands to the host: obs, reward, flags, info, finals, statistics."""
+        if self.batched:
+            a = s.autoreset
+            same_step = self.autoreset_mode is AutoResetMode.SAME_STEP
+            finals = (a.final_obs, a.final_info) if same_step else (None, None)
+            episode = a.final_episode
+        else:
+            finals, episode = (None, None), s.episode
+        return s.obs, s.reward, s.terminated, s.truncated, s.info, finals, episode
+
+    def _step_and_pack(self, state: State, actions):
+        state = self.jax_env.step(state, actions)
+        return state, self.packer.pack(self._host_view(state))
+
+
+def key_shape() -> tuple[int, ...]:
+    return jax.eval_shape(jax.random.PRNGKey, 0).shape
+
+
+def stack(base: Env, batched: bool, max_episode_steps, time_limit, action_repeat, randomization_fn,
+          autoreset_mode) -> tuple[Env, bool]:
+    """The JAX env a session steps, and whether it has a time limit."""
+    if batched:
+        return wrap_for_training(
+            base,
+            episode_length=max_episode_steps,
+            action_repeat=action_repeat,
+            randomization_fn=randomization_fn,
+            autoreset_mode=autoreset_mode,
+        ), True
+    limit = max_episode_steps or (base.max_episode_steps if time_limit else None)
+    return single_env_stack(base, limit, action_repeat, randomization_fn), limit is not None
+
+
+# -- Sharing compiled programs between sessions of one description.
+
+# The most recent programs kept (each holds its compiled functions and the env they step).
+PROGRAM_CACHE_SIZE = 32
+_programs: collections.OrderedDict[tuple, _Program] = collections.OrderedDict()
+_programs_lock = threading.Lock()
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _frozen(value: Any, held: list) -> Any:
+    """``value`` as a hashable description: plain values and containers by content (``1``, ``1.0``
+    and ``True`` apart), arrays by dtype, shape and bytes, anything else (a function, an env, an
+    enum) by identity, held in ``held`` so that its id is not reused while the program is cached."""
+    if isinstance(value, _PLAIN):
+        return (type(value).__name__, value)
+    if isinstance(value, np.generic):
+        return (type(value).__name__, value.item())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v, held) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((_frozen(k, held), _frozen(v, held)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", str(value.dtype), value.shape, value.tobytes())
+    held.append(value)
+    return ("id", id(value))
+
+
+def _program_key(env, env_kwargs, make, num_envs, batched, max_episode_steps, time_limit, action_repeat,
+                 randomization_fn, autoreset_mode) -> tuple[tuple, list]:
+    """What a session's program depends on: the env (an id and its options, or the Env object by
+    identity), the builder, batch size, time limit, action repeat, randomization (the function by
+    identity), autoreset mode and JAX's 64-bit flag. Rendering is done on the host from the state,
+    so ``render_mode``, ``width`` and ``height`` are not part of it; render options the env takes
+    (``camera_name``, ``max_geom``, ...) are, as options."""
+    held: list = []
+    key = (
+        _frozen(env, held), _frozen(env_kwargs, held), _frozen(make, held), num_envs, batched,
+        _frozen(max_episode_steps, held), bool(time_limit), _frozen(action_repeat, held),
+        _frozen(randomization_fn, held), autoreset_mode if batched else None,
+        bool(jax.config.jax_enable_x64),
+    )
+    return key, held
+
+
+def clear_program_cache() -> None:
+    """Forgets every shared program (the next session of each description compiles anew)."""
+    with _programs_lock:
+        _programs.clear()
+
+
 class Session:
     """``num_envs`` jitted envs (or one, unbatched) and their host-side state.
 
@@ -304,6 +448,9 @@ class Session:
         width, height: size of rendered frames.
         env_kwargs: the env's options, when ``env`` is an id.
         make: the builder for ids (``envs.make``, or ``envs.make_multi``).
+
+    Sessions of one description share their base env, JAX stack and compiled functions
+    (:class:`_Program`); each keeps its own state, key streams and render window.
     """
 
     def __init__(
@@ -325,19 +472,34 @@ class Session:
         refuse_forked_child()
         self.batched = num_envs is not None
         self.num_envs = check_num_envs(num_envs) if self.batched else 1
-        self.base = build(env, dict(env_kwargs or {}), make)
+        self.autoreset_mode = AutoResetMode.of(autoreset_mode)
+        env_kwargs = dict(env_kwargs or {})
+        key, held = _program_key(env, env_kwargs, make, self.num_envs, self.batched, max_episode_steps,
+                                 time_limit, action_repeat, randomization_fn, self.autoreset_mode)
+        with _programs_lock:
+            program = _programs.get(key)
+            if program is not None:
+                _programs.move_to_end(key)
+        self.base = program.base if program is not None else build(env, env_kwargs, make)
         modes = self.render_modes()
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         self.render_mode = render_mode
         self._window = _Window(self.base.metadata.get("render_fps", 30)) if render_mode == "human" else None
         self.size = (width, height)
-        self.autoreset_mode = AutoResetMode.of(autoreset_mode)
-        self.jax_env = self._stack(max_episode_steps, time_limit, action_repeat, randomization_fn)
+        if program is None:
+            jax_env, limited = stack(self.base, self.batched, max_episode_steps, time_limit, action_repeat,
+                                     randomization_fn, self.autoreset_mode)
+            program = _Program(self.base, jax_env, self.num_envs, self.batched, self.autoreset_mode, limited)
+            program.held = held
+            with _programs_lock:
+                _programs[key] = program
+                while len(_programs) > PROGRAM_CACHE_SIZE:
+                    _programs.popitem(last=False)
+        self._use(program)
         self.max_episode_steps = getattr(self.jax_env, "max_episode_steps", None) if self._limited else None
-        self._compile()
         # info holds the env's own keys only: the traced start shows them all.
-        self.info_keys = tuple(self._start_shapes.info)
+        self.info_keys = tuple(program.start_shapes.info)
         reset_keys = self.info_keys if self.base.reset_info_keys is None else self.base.reset_info_keys
         self.reset_info_keys = tuple(k for k in self.info_keys if k in reset_keys)
         self.step_only_keys = tuple(k for k in self.info_keys if k not in reset_keys)
@@ -345,6 +507,13 @@ class Session:
         self._key: jax.Array | None = None  # a single env's key stream (a batch keeps its own in JAX)
         self._restarting = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
         self._packed = None  # the last step's results, packed for fetch()
+
+    def _use(self, program: _Program) -> None:
+        self._program = program
+        self.jax_env, self._limited = program.jax_env, program.limited
+        self._step, self._start, self._step_host = program.step, program.start, program.step_host
+        self._packer = program.packer
+        self._set_state = None
 
     def render_modes(self, single: bool | None = None) -> list[str]:
         """The env's modes; a single env that draws frames also shows them in a window ("human").
@@ -358,80 +527,36 @@ class Session:
             modes.append("human")
         return modes
 
-    def _stack(self, max_episode_steps, time_limit, action_repeat, randomization_fn) -> Env:
-        if self.batched:
-            self._limited = True
-            return wrap_for_training(
-                self.base,
-                episode_length=max_episode_steps,
-                action_repeat=action_repeat,
-                randomization_fn=randomization_fn,
-                autoreset_mode=self.autoreset_mode,
-            )
-        limit = max_episode_steps or (self.base.max_episode_steps if time_limit else None)
-        self._limited = limit is not None
-        return single_env_stack(self.base, limit, action_repeat, randomization_fn)
-
-    def _compile(self) -> None:
-        self._step = jax.jit(self.jax_env.step)
-        self._start = jax.jit(self._start_episodes)
-        self._set_state = None
-        n = self.num_envs
-        starts = jax.eval_shape(
-            self._start_episodes,
-            jax.ShapeDtypeStruct((n,), jnp.uint32),
-            jax.ShapeDtypeStruct((n,), jnp.bool_),
-            jax.ShapeDtypeStruct((n, *self._key_shape()), jnp.uint32),
-        )
-        self._start_shapes = starts[0]
-        fetched = jax.eval_shape(self._host_view, starts[0])
-        check_batch_fits(n, starts[0], fetched, starts[0].obs)
-        self._packer = _Packer(fetched)
-        self._step_host = jax.jit(self._step_and_pack)
-
-    @staticmethod
-    def _key_shape() -> tuple[int, ...]:
-        return jax.eval_shape(jax.random.PRNGKey, 0).shape
-
-    def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
-        """One compiled reset: ``PRNGKey(seeds[i])`` where ``given``, else the env's stream."""
-        keys = jnp.where(given[:, None], jax.vmap(jax.random.PRNGKey)(seeds), stream)
-        if self.batched:
-            return self.jax_env.reset(keys), keys
-        keep, use = next_reset_key(keys[0])
-        return self.jax_env.reset(use), keep
-
-    def _host_view(self, s: State):
-        """What :meth:`fetch` hands to the host: obs, reward, flags, info, finals, statistics."""
-        if self.batched:
-            a = s.autoreset
-            same_step = self.autoreset_mode is AutoResetMode.SAME_STEP
-            finals = (a.final_obs, a.final_info) if same_step else (None, None)
-            episode = a.final_episode
-        else:
-            finals, episode = (None, None), s.episode
-        return s.obs, s.reward, s.terminated, s.truncated, s.info, finals, episode
-
-    def _step_and_pack(self, state: State, actions):
-        state = self.jax_env.step(state, actions)
-        return state, self._packer.pack(self._host_view(state))
-
     # -- Reset and step
 
     def reset(self, seed: int | list[int | None] | None = None) -> None:
         """Starts every env's next episode; nothing leaves the device (see :meth:`fetch_reset`)."""
-        seeds = seed_list(seed, self.num_envs)
-        given = np.array([s is not None for s in seeds])
+        words, given = self._seed_words(seed)
         stream = self._stream()
         if stream is None:  # the first reset: unseeded envs start a random stream
-            stream, given = np.zeros((self.num_envs, *self._key_shape()), np.uint32), np.ones_like(given)
-        fresh = _fresh.integers(MAX_SEED + 1, size=self.num_envs, dtype=np.uint32)
-        ints = np.array([s if s is not None else f for s, f in zip(seeds, fresh)], np.uint32)
-        self.state, keys = self._start(ints, given, stream)
+            stream, given = np.zeros((self.num_envs, *key_shape()), np.uint32), np.ones_like(given)
+        self.state, keys = self._start(words, given, stream)
         if not self.batched:
             self._key = keys
         self._restarting[:] = False
         self._packed = None
+
+    def _seed_words(self, seed) -> tuple[np.ndarray, np.ndarray]:
+        """Each env's seed as ``[N, 2]`` uint32 words (:func:`seed_words`; a fresh random seed where none
+        was given, used only before the first reset) and ``[N]`` whether one was given."""
+        n = self.num_envs
+        if seed is not None and not isinstance(seed, (list, tuple, np.ndarray)):
+            seed = check_seed(seed)
+            if seed + n <= _WORD * _WORD:  # seed + i for every env, in NumPy (10**6 envs: no Python loop)
+                ints = np.uint64(seed) + np.arange(n, dtype=np.uint64)
+                words = np.stack([ints & np.uint64(_WORD - 1), ints >> np.uint64(32)], 1).astype(np.uint32)
+                return words, np.ones(n, bool)
+        seeds = seed_list(seed, n)
+        given = np.array([s is not None for s in seeds])
+        fresh = np.stack([_fresh.integers(MAX_FRESH_SEED + 1, size=n, dtype=np.uint32), np.zeros(n, np.uint32)], 1)
+        for i in np.flatnonzero(given):
+            fresh[i] = seed_words(seeds[i])
+        return fresh, given
 
     def _stream(self) -> jax.Array | None:
         """Each env's key for its next reset, ``[N, 2]``; None before the first reset."""
@@ -466,9 +591,10 @@ class Session:
         return HostStep(obs, reward, terminated, truncated, info, restarted, final_obs, final_info, episode)
 
     def fetch_reset(self) -> tuple[Any, dict[str, np.ndarray]]:
-        """``(obs, reset info)`` after :meth:`reset`: the info keys a reset reports."""
-        obs, info = jax.device_get((self.state.obs, {k: self.state.info[k] for k in self.reset_info_keys}))
-        return obs, info
+        """``(obs, reset info)`` after :meth:`reset`: the info keys a reset reports, writable NumPy."""
+        # Copies, as a step's results are: NumPy's view of a JAX buffer is read-only, and users (and
+        # Gymnasium's vector FlattenObservation) write into observations.
+        return jax.tree.map(np.array, (self.state.obs, {k: self.state.info[k] for k in self.reset_info_keys}))
 
     def set_state(self, qpos: Any, qvel: Any) -> None:
         """A single env's simulator put at ``(qpos, qvel)``, as Gymnasium's MuJoCo envs do."""
@@ -532,7 +658,7 @@ class Session:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for name in ("_start", "_step", "_step_host", "_set_state", "_packer", "_packed", "_start_shapes"):
+        for name in ("_program", "_start", "_step", "_step_host", "_set_state", "_packer", "_packed"):
             state.pop(name)
         state["_window"] = None if self._window is None else _Window(self._window.fps)
         state["state"] = jax.device_get(self.state)
@@ -543,7 +669,8 @@ class Session:
         refuse_forked_child()
         self.__dict__.update(state)
         self._packed = None
-        self._compile()
+        # A program of its own: the unpickled env is another object than any cached program's.
+        self._use(_Program(self.base, self.jax_env, self.num_envs, self.batched, self.autoreset_mode, self._limited))
 
 
 def _simulated_by_mujoco(env: Env) -> bool:

@@ -1,7 +1,7 @@
 """Torch adapters: gymjax envs that take torch actions and hand out torch tensors.
 
 :class:`TorchVectorEnv` steps ``num_envs`` envs in one jitted call (same-step
-auto-reset included) and passes every output to torch with ``torch.from_dlpack``:
+auto-reset by default) and passes every output to torch with ``torch.from_dlpack``:
 no NumPy on the way, and no copy when the torch device is the device JAX computes
 on (the CPU here, the GPU on a CUDA machine with ``jax[cuda]``). Actions go the
 other way through DLPack. :class:`TorchEnv` does the same for one env.
@@ -128,7 +128,11 @@ class TorchVectorEnv(GymnasiumVectorEnv):
         copy: hand out copies instead of views of the JAX buffers (see the module
             docstring on aliasing).
         **kwargs: ``max_episode_steps``, ``randomization_fn``, the env's options and
-            the rest, as :class:`~gymjax.wrappers.gymnasium.GymnasiumVectorEnv`.
+            the rest, as :class:`~gymjax.wrappers.gymnasium.GymnasiumVectorEnv`. Its
+            ``autoreset_mode`` is ``SAME_STEP`` here: the step that ends an episode returns
+            the new one's first observation and the ended one's in ``info["final_obs"]``,
+            what a CleanRL-style loop bootstraps from (the NumPy vector env's default is
+            ``NEXT_STEP``, as Gymnasium's).
 
     ``step(actions)`` takes ``[N, *action_shape]`` float32 (Box) or ``[N]`` int64 /
     int32 (Discrete) on ``device`` and returns ``obs [N, *obs_shape]`` float32,
@@ -155,6 +159,7 @@ class TorchVectorEnv(GymnasiumVectorEnv):
         copy: bool = False,
         **kwargs: Any,
     ):
+        kwargs.setdefault("autoreset_mode", gymnasium.vector.AutoresetMode.SAME_STEP)
         super().__init__(env, num_envs, **kwargs)
         _action_dtypes(self.single_action_space)  # refuse unsupported spaces now, not at step
         self.bridge_device = torch_device_of(jax.devices()[0])
@@ -165,7 +170,7 @@ class TorchVectorEnv(GymnasiumVectorEnv):
         return to_torch(array, self.device, self.copy)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
-        self.session.reset(seed)
+        self.session.reset(self._seed_for_reset(seed))
         s = self.session.state
         info = {k: self._tensor(s.info[k]) for k in self.session.reset_info_keys}
         return self._tensor(s.obs), info
@@ -225,7 +230,7 @@ class TorchEnv(GymnasiumEnv):
         return to_torch(array, self.device, self.copy)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self.session.reset(seed)
+        self.session.reset(self._seed_for_reset(seed))
         gymnasium.Env.reset(self, seed=seed)
         s = self.session.state
         info = {k: self._tensor(s.info[k]) for k in self.session.reset_info_keys}

@@ -216,8 +216,10 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(RuntimeError, match="called twice"):
         env.step_async(np.zeros(3, int))
     env.step_wait()
-    env.seed(2**32 - 2)  # env 2 would get 2**32
-    with pytest.raises(ValueError, match="seed must be an int"):
+    env.seed(2**32 - 2)  # env 2 gets 2**32: any non-negative int is a seed, as in Gymnasium
+    env.reset()
+    env.seed(-1)
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
         env.reset()
     env.set_options({"low": 0.1})
     with pytest.raises(ValueError, match="reset options are not supported"):

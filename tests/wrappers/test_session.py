@@ -77,8 +77,9 @@ def test_gymnasium_vector_wrappers_see_what_they_see_on_sync_vector_env(name, mo
 
 def test_observation_wrappers_refuse_same_step_and_accept_next_step():
     with pytest.raises(ValueError, match="NEXT_STEP or DISABLED"):
-        vw.NormalizeObservation(gymnasium.make_vec("JaxCartPole-v0", 2))
+        vw.NormalizeObservation(gymnasium.make_vec("JaxCartPole-v0", 2, autoreset_mode="same_step"))
     vw.NormalizeObservation(gymnasium.make_vec("JaxCartPole-v0", 2, autoreset_mode="next_step"))
+    vw.NormalizeObservation(gymnasium.make_vec("JaxCartPole-v0", 2))  # the default, as SyncVectorEnv's
 
 
 def test_bad_autoreset_mode_is_a_clear_error():
@@ -89,7 +90,7 @@ def test_bad_autoreset_mode_is_a_clear_error():
 def test_every_adapter_agrees_step_for_step(cartpole_with_info):
     """Same env, seed and actions through every adapter, across falls and time limits."""
     n, seed, steps = 3, 7, 45
-    vec = GymnasiumVectorEnv(cartpole_with_info, n, max_episode_steps=LIMIT)
+    vec = GymnasiumVectorEnv(cartpole_with_info, n, max_episode_steps=LIMIT, autoreset_mode="same_step")
     tvec = TorchVectorEnv(cartpole_with_info, n, max_episode_steps=LIMIT)
     sb3 = SB3VecEnv(cartpole_with_info, n, max_episode_steps=LIMIT)
     singles = [gymnasium.wrappers.TimeLimit(GymnasiumEnv(cartpole_with_info), LIMIT) for _ in range(n)]

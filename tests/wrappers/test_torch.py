@@ -91,21 +91,21 @@ def _lockstep(ours: TorchVectorEnv, numpy_env: GymnasiumVectorEnv, actions, seed
 
 def test_equals_numpy_vector_env_across_episode_ends():
     ours = TorchVectorEnv("JaxCartPole-v0", 3, max_episode_steps=15)
-    numpy_env = GymnasiumVectorEnv("JaxCartPole-v0", 3, max_episode_steps=15)
+    numpy_env = GymnasiumVectorEnv("JaxCartPole-v0", 3, max_episode_steps=15, autoreset_mode="same_step")
     actions = torch.randint(0, 2, (60, 3), generator=torch.Generator().manual_seed(0))
     assert _lockstep(ours, numpy_env, actions, seed=3) >= 6
 
 
 def test_equals_numpy_vector_env_box_actions():
     ours = TorchVectorEnv("JaxPendulum-v0", 2, max_episode_steps=10)
-    numpy_env = GymnasiumVectorEnv("JaxPendulum-v0", 2, max_episode_steps=10)
+    numpy_env = GymnasiumVectorEnv("JaxPendulum-v0", 2, max_episode_steps=10, autoreset_mode="same_step")
     actions = torch.rand(25, 2, 1, generator=torch.Generator().manual_seed(0)) * 4 - 2
     assert _lockstep(ours, numpy_env, actions, seed=0) == 4
 
 
 def test_info_keys_at_reset_step_and_episode_end(cartpole_with_info):
     ours = TorchVectorEnv(cartpole_with_info, 2, max_episode_steps=5)
-    numpy_env = GymnasiumVectorEnv(cartpole_with_info, 2, max_episode_steps=5)
+    numpy_env = GymnasiumVectorEnv(cartpole_with_info, 2, max_episode_steps=5, autoreset_mode="same_step")
     _, info = ours.reset(seed=0)
     _, info_ref = numpy_env.reset(seed=0)
     assert set(info) == {"x", "angles"}  # the step-only keys are not reported at reset
@@ -216,3 +216,11 @@ def test_actions_that_require_grad_step_like_plain_ones():
     plain = envs[1].step(action.detach())
     for a, b in zip(with_grad[:4], plain[:4]):
         torch.testing.assert_close(a, b)
+
+
+def test_torch_vector_env_keeps_same_step_autoreset():
+    """The NumPy vector env's default became Gymnasium's NEXT_STEP; the torch one keeps SAME_STEP, whose
+    info["final_obs"] a CleanRL-style loop bootstraps from."""
+    env = TorchVectorEnv("JaxCartPole-v0", 2)
+    assert env.autoreset_mode == gymnasium.vector.AutoresetMode.SAME_STEP
+    assert GymnasiumVectorEnv("JaxCartPole-v0", 2).autoreset_mode == gymnasium.vector.AutoresetMode.NEXT_STEP
