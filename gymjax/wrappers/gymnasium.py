@@ -87,7 +87,7 @@ class GymnasiumEnv(SimulatorView, Presenter, gymnasium.Env):
         modes = self.session.render_modes() + (list(DEPTH_MODES) if is_mujoco(base) else [])
         if render_mode in DEPTH_MODES and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
-        self._frame_size = (width, height)
+        self._view_setup(render_mode, width, height)
         self.render_mode = render_mode
         self.metadata = {**base.metadata, "render_modes": modes}
         self.observation_space = base.observation_space

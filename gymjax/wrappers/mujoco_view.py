@@ -117,10 +117,12 @@ class SimulatorView:
     @property
     def mujoco_renderer(self):
         """Gymnasium's ``MujocoRenderer`` that draws this env's frames, at the current state."""
+        import mujoco
+
         base = self._mujoco("mujoco_renderer")
         self._apply_writes()
-        state = self.session.state
-        base.mj_data(None if state is None else jax.device_get(state))
+        self._handed_out = True  # the renderer draws the env's MjData, kept in step from now on
+        mujoco.mj_copyData(base.mj_data(None), base.mj_model, self._sync_mirror())
         return base.gymnasium_renderer(*self.session.size)
 
     def _sync_mirror(self):
@@ -290,17 +292,30 @@ class SimulatorView:
 
     # -- Rendering: depth modes (MuJoCo) and the size of fixed-size frames
 
+    def _view_setup(self, render_mode: str | None, width: int | None, height: int | None) -> None:
+        """At construction: a MuJoCo env that renders keeps its MjData in step from the start, so
+        that frames are drawn from the data Gymnasium's env would draw (see :meth:`_render_view`)."""
+        self._frame_size = (width, height)
+        self._handed_out = render_mode is not None and is_mujoco(self.session.base)
+
     def _render_view(self, render_mode: str | None):
-        """``render()`` for the modes the view draws itself: depth (MuJoCo), or a classic
-        env's frame at the asked width/height. None: the session's own frame is right."""
+        """``render()`` of a MuJoCo env in an array mode, or None where the session's frame is right.
+
+        Drawn from the env's MjData (:attr:`data`), as Gymnasium's ``MujocoEnv.render`` draws
+        its own: after a step, positions are those of the last substep's forward pass.
+        """
         self._apply_writes()
-        if render_mode in DEPTH_MODES:
-            if self.session.state is None:
-                raise gymnasium.error.ResetNeeded("call reset() before render()")
-            width, height = self.session.size
-            return self.session.base.render(jax.device_get(self.session.state), width=width, height=height,
-                                            mode=render_mode)
-        return None
+        base = self.session.base
+        if not is_mujoco(base) or render_mode not in ("rgb_array", *DEPTH_MODES):
+            return None
+        if self.session.state is None:
+            raise gymnasium.error.ResetNeeded("call reset() before render()")
+        import mujoco
+
+        self._handed_out = True
+        mujoco.mj_copyData(base.mj_data(None), base.mj_model, self._sync_mirror())
+        width, height = self.session.size
+        return base._draw(width, height, render_mode)
 
     def _sized(self, frame):
         """A classic env's frame (drawn at Gymnasium's fixed size) resized to the asked width/height."""
