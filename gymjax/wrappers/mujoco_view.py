@@ -72,6 +72,8 @@ class SimulatorView:
     _mirror_of: Any = _NOTHING  # the session state it holds
     _mirror_read = (None, None)  # its qpos, qvel as last loaded: a difference is a user's write
     _handed_out = False  # `data` was read: keep it in step with the env from now on
+    _renderer_out = False  # so was `mujoco_renderer`: keep the data it draws in step too
+    _last_step = (None, None, None)  # (state before, action, state after) of the last step
     _classic = None  # the array handed out as `state`
     _classic_of: Any = _NOTHING
     _classic_read = None
@@ -116,35 +118,59 @@ class SimulatorView:
 
     @property
     def mujoco_renderer(self):
-        """Gymnasium's ``MujocoRenderer`` that draws this env's frames, at the current state."""
-        import mujoco
-
+        """Gymnasium's ``MujocoRenderer`` that draws this env's frames, at the current state
+        (and at each later one: once read, the data it draws is kept in step)."""
         base = self._mujoco("mujoco_renderer")
         self._apply_writes()
-        self._handed_out = True  # the renderer draws the env's MjData, kept in step from now on
-        mujoco.mj_copyData(base.mj_data(None), base.mj_model, self._sync_mirror())
+        self._handed_out = self._renderer_out = True
+        self._sync_mirror()
         return base.gymnasium_renderer(*self.session.size)
 
     def _sync_mirror(self):
         """The mirror, loaded with the session's state if that moved on since (dropping writes
         to the state it held, as Gymnasium's reset overwrites them)."""
-        if self._mirror is None:
-            import mujoco
-
-            self._mirror = mujoco.MjData(self.model)
-        if self.session.state is not self._mirror_of:
+        if self._mirror is None or self.session.state is not self._mirror_of:
             self._load_mirror()
         return self._mirror
 
-    def _load_mirror(self, stepped: bool = False) -> None:
-        state = self.session.state
-        data = self._mirror
-        self.session.base.mj_data(None if state is None else jax.device_get(state), out=data)
-        if stepped:
-            import mujoco
+    def _load_mirror(self) -> None:
+        """The mirror at the session's state: after a step on MuJoCo C, that step replayed from the
+        state before it (Gymnasium's MjData as the step leaves it), checked bit for bit against
+        the env's own float64 state; otherwise the state written and forwarded (as a reset or
+        set_state leaves Gymnasium's), with ``mj_rnePostConstraint`` after a step."""
+        import mujoco
 
-            mujoco.mj_rnePostConstraint(self.model, data)
+        if self._mirror is None:
+            self._mirror = mujoco.MjData(self.model)
+        base, data, state = self.session.base, self._mirror, self.session.state
+        before, action, after = self._last_step
+        stepped = state is not None and after is state
+        if not (stepped and base.engine == "mujoco" and self._replay(before, action)):
+            base.mj_data(None if state is None else jax.device_get(state), out=data)
+            if stepped:
+                mujoco.mj_rnePostConstraint(base.mj_model, data)
+            self._remember_mirror(state)
+        if self._renderer_out:  # the handed-out renderer draws the base's render data
+            mujoco.mj_copyData(base._mj_data(), base.mj_model, data)
+
+    def _replay(self, before, action: np.ndarray) -> bool:
+        import mujoco
+
+        from gymjax.envs.mujoco.host import STATE_SPEC
+
+        base, data, state = self.session.base, self._mirror, self.session.state
+        if self._mirror_of is not before:
+            base.mj_data(jax.device_get(before), out=data)
+        data.ctrl[:] = action
+        mujoco.mj_step(base.mj_model, data, nstep=base.frame_skip)
+        mujoco.mj_rnePostConstraint(base.mj_model, data)
+        ours = np.empty(mujoco.mj_stateSize(base.mj_model, STATE_SPEC))
+        mujoco.mj_getState(base.mj_model, data, ours, STATE_SPEC)
+        theirs = np.ascontiguousarray(np.asarray(state.env_state.state)).view(np.float64)
+        if not np.array_equal(ours, theirs, equal_nan=True):
+            return False
         self._remember_mirror(state)
+        return True
 
     def _remember_mirror(self, state) -> None:
         self._mirror_of = state
@@ -171,31 +197,13 @@ class SimulatorView:
         self._apply_writes()
 
     def _after_step(self, action: np.ndarray, before: Any) -> None:
-        """Keeps ``data`` in step once handed out: the step replayed on it where that gives the
-        env's own state bit for bit (MuJoCo C), else the state loaded and forwarded."""
-        if not self._handed_out:
+        """Remembers the step (a frame or a read of ``data`` replays it); keeps ``data`` in step
+        at once where it was handed out (a reference to it may be read at any time)."""
+        if not is_mujoco(self.session.base):
             return
-        base = self.session.base
-        if self._mirror_of is before and base.engine == "mujoco" and self._replay(action):
-            return
-        self._load_mirror(stepped=True)
-
-    def _replay(self, action: np.ndarray) -> bool:
-        import mujoco
-
-        from gymjax.envs.mujoco.host import STATE_SPEC
-
-        base, data, state = self.session.base, self._mirror, self.session.state
-        data.ctrl[:] = action
-        mujoco.mj_step(base.mj_model, data, nstep=base.frame_skip)
-        mujoco.mj_rnePostConstraint(base.mj_model, data)
-        ours = np.empty(mujoco.mj_stateSize(base.mj_model, STATE_SPEC))
-        mujoco.mj_getState(base.mj_model, data, ours, STATE_SPEC)
-        theirs = np.ascontiguousarray(np.asarray(state.env_state.state)).view(np.float64)
-        if not np.array_equal(ours, theirs, equal_nan=True):
-            return False
-        self._remember_mirror(state)
-        return True
+        self._last_step = (before, action, self.session.state)
+        if self._handed_out:
+            self._sync_mirror()
 
     # -- What Gymnasium's tasks compute from their data
 
@@ -293,10 +301,8 @@ class SimulatorView:
     # -- Rendering: depth modes (MuJoCo) and the size of fixed-size frames
 
     def _view_setup(self, render_mode: str | None, width: int | None, height: int | None) -> None:
-        """At construction: a MuJoCo env that renders keeps its MjData in step from the start, so
-        that frames are drawn from the data Gymnasium's env would draw (see :meth:`_render_view`)."""
+        """At construction: the width and height asked (None: the env's own size)."""
         self._frame_size = (width, height)
-        self._handed_out = render_mode is not None and is_mujoco(self.session.base)
 
     def _render_view(self, render_mode: str | None):
         """``render()`` of a MuJoCo env in an array mode, or None where the session's frame is right.
@@ -312,8 +318,7 @@ class SimulatorView:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
         import mujoco
 
-        self._handed_out = True
-        mujoco.mj_copyData(base.mj_data(None), base.mj_model, self._sync_mirror())
+        mujoco.mj_copyData(base._mj_data(), base.mj_model, self._sync_mirror())
         width, height = self.session.size
         return base._draw(width, height, render_mode)
 
@@ -357,6 +362,6 @@ class SimulatorView:
     # -- Pickling: the handed-out objects stay behind; a copy hands out its own.
 
     def __getstate__(self):
-        drop = ("_mirror", "_mirror_of", "_mirror_read", "_handed_out", "_classic", "_classic_of",
-                "_classic_read", "_pre_reset")
+        drop = ("_mirror", "_mirror_of", "_mirror_read", "_classic", "_classic_of",
+                "_classic_read", "_pre_reset", "_last_step")
         return {k: v for k, v in self.__dict__.items() if k not in drop}

@@ -247,3 +247,20 @@ def test_mujoco_renderer_is_gymnasiums_at_the_current_state():
     np.testing.assert_array_equal(renderer.render("rgb_array"), ours.render())
     ours.close()
     reference.close()
+
+
+def test_data_writes_on_mjx_too():
+    """MJX has no float64 state to replay a step onto: data is the state forwarded, writes applied."""
+    env = gymnasium.make("JaxInvertedPendulum-v0", engine="mjx")
+    u = env.unwrapped
+    env.reset(seed=0)
+    data = u.data
+    u.data.qpos[:] = [0.1, 0.05]
+    u.data.qvel[:] = 0.0
+    env.step(np.zeros(1, np.float32))
+    moved = np.array(data.qpos)
+    np.testing.assert_allclose(moved, u.jax_state.env_state.qpos, atol=1e-6)  # held reference kept in step
+    u.set_state(np.array([0.1, 0.05]), np.zeros(2))
+    env.step(np.zeros(1, np.float32))
+    np.testing.assert_allclose(u.data.qpos, moved, atol=1e-6)  # the write was the step's start
+    env.close()
