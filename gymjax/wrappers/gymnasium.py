@@ -30,6 +30,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from gymjax.core import Env
+from gymjax.wrappers.mujoco_view import DEPTH_MODES, SimulatorView, is_mujoco
 from gymjax.wrappers.session import HostStep, Presenter, Session, check_action, check_seed
 from gymjax.wrappers.training import AutoResetMode, RandomizationFn
 
@@ -65,28 +66,37 @@ class AssignedGenerator:
         return seed
 
 
-class GymnasiumEnv(AssignedGenerator, Presenter, gymnasium.Env):
+class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
     """One gymjax env behind Gymnasium's ``Env`` API (NumPy float32 observations).
 
     Args:
         env: a gymjax env, or a registered id such as ``"JaxAnt-v0"``.
-        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
+        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window); MuJoCo envs
+            also ``"depth_array"`` (float32 ``[height, width]``, the depth buffer in [0, 1]) and
+            ``"rgbd_tuple"`` (``(rgb, depth)``), as Gymnasium's MuJoCo envs.
         max_episode_steps: a time limit applied in JAX; by default none, since
             ``gymnasium.make`` adds its ``TimeLimit`` wrapper.
         action_repeat: each agent step is ``action_repeat`` env steps.
         randomization_fn: domain randomization, drawn at each reset (see
             :class:`~gymjax.wrappers.training.DomainRandomization`).
-        width, height: size of rendered frames.
+        width, height: size of rendered frames: by default 480 x 480 for MuJoCo envs (Gymnasium's
+            default), and for classic-control envs Gymnasium's fixed size (CartPole's 600 x 400),
+            which a width or height given resizes.
         **env_kwargs: the env's constructor options (``ctrl_cost_weight=...``).
 
-    MuJoCo envs also answer what Gymnasium's MuJoCo envs are asked: ``model``,
-    ``data``, ``dt``, ``frame_skip``, ``init_qpos``, ``init_qvel``,
-    ``state_vector()`` and ``set_state(qpos, qvel)``. Other attributes of the JAX
-    env (its options) are read through.
+    ``env.unwrapped`` answers what Gymnasium's envs are asked, with Gymnasium's meaning at
+    the current state (:mod:`gymjax.wrappers.mujoco_view`): MuJoCo envs ``model``, ``data``
+    (one persistent ``MjData``: writes to ``qpos``/``qvel`` are applied, the next step
+    continues from them), ``state_vector()``, ``set_state(qpos, qvel)``,
+    ``mujoco_renderer``, ``get_body_com``, ``_get_obs()``, and as their task has them
+    ``is_healthy``, ``healthy_reward``, ``contact_forces``, ``contact_cost``; classic-control
+    envs ``state``. The JAX env's options and constants (``dt``, ``frame_skip``,
+    ``init_qpos``, ``ctrl_cost_weight``) read through, also as ``_<option>`` as Gymnasium
+    keeps them (``_healthy_reward`` is the option, ``healthy_reward`` the reward now).
     """
 
     # Read by gymnasium.make before an instance exists; instances narrow it.
-    metadata = {"render_modes": ["rgb_array", "human"]}
+    metadata = {"render_modes": ["rgb_array", "human", *DEPTH_MODES]}
     _base_np_random = gymnasium.Env.np_random
 
     def __init__(
@@ -96,8 +106,8 @@ class GymnasiumEnv(AssignedGenerator, Presenter, gymnasium.Env):
         max_episode_steps: int | None = None,
         action_repeat: int = 1,
         randomization_fn: RandomizationFn | None = None,
-        width: int = 480,
-        height: int = 480,
+        width: int | None = None,
+        height: int | None = None,
         **env_kwargs: Any,
     ):
         self.session = Session(
@@ -105,14 +115,19 @@ class GymnasiumEnv(AssignedGenerator, Presenter, gymnasium.Env):
             max_episode_steps=max_episode_steps,
             action_repeat=action_repeat,
             randomization_fn=randomization_fn,
-            render_mode=render_mode,
-            width=width,
-            height=height,
+            # Depth is drawn by the view (SimulatorView.render_view); the session draws colour.
+            render_mode="rgb_array" if render_mode in DEPTH_MODES else render_mode,
+            width=480 if width is None else width,
+            height=480 if height is None else height,
             env_kwargs=env_kwargs,
         )
         base = self.session.base
+        modes = self.session.render_modes() + (list(DEPTH_MODES) if is_mujoco(base) else [])
+        if render_mode in DEPTH_MODES and render_mode not in modes:
+            raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
+        self._view_setup(render_mode, width, height)
         self.render_mode = render_mode
-        self.metadata = {**base.metadata, "render_modes": self.session.render_modes()}
+        self.metadata = {**base.metadata, "render_modes": modes}
         self.observation_space = base.observation_space
         self.action_space = base.action_space
 
@@ -128,7 +143,11 @@ class GymnasiumEnv(AssignedGenerator, Presenter, gymnasium.Env):
         return obs, {k: v[()] for k, v in info.items()}
 
     def step(self, action):
-        self.session.step(check_action(self.action_space, action))
+        action = check_action(self.action_space, action)
+        self._before_step()  # writes to data.qpos or state are where this step starts
+        before = self.session.state
+        self.session.step(action)
+        self._after_step(action, before)
         out = self.session.fetch()
         info = {k: v[()] for k, v in out.info.items()}
         if self.render_mode == "human":
@@ -136,48 +155,11 @@ class GymnasiumEnv(AssignedGenerator, Presenter, gymnasium.Env):
         return out.obs, float(out.reward), bool(out.terminated), bool(out.truncated), info
 
     def render(self):
-        return self.session.render()
+        frame = self._render_view(self.render_mode)
+        return frame if frame is not None else self._sized(self.session.render())
 
     def close(self):
         self.session.close()
-
-    # -- What Gymnasium's MuJoCo envs expose
-
-    def set_state(self, qpos, qvel) -> None:
-        """Puts the simulator at ``(qpos, qvel)``, as Gymnasium's MuJoCo envs do."""
-        self.session.set_state(qpos, qvel)
-
-    @property
-    def model(self):
-        """The ``mujoco.MjModel`` (MuJoCo envs)."""
-        return self._mujoco("mj_model")
-
-    @property
-    def data(self):
-        """A ``mujoco.MjData`` at the current state (a copy: writing to it changes nothing)."""
-        if self.jax_state is None:
-            raise gymnasium.error.ResetNeeded("call reset() before reading data")
-        return self._mujoco("mj_data")(self.jax_state)
-
-    def state_vector(self) -> np.ndarray:
-        """``concatenate([qpos, qvel])``, as Gymnasium's ``MujocoEnv.state_vector``."""
-        data = self.data
-        return np.concatenate([data.qpos.flat, data.qvel.flat])
-
-    def _mujoco(self, name: str):
-        if not hasattr(self.session.base, name):
-            raise AttributeError(f"{self.session.base!r} is not simulated by MuJoCo: it has no {name}")
-        return getattr(self.session.base, name)
-
-    def __getattr__(self, name: str):
-        # The env's options and constants (dt, frame_skip, init_qpos, ctrl_cost_weight, ...),
-        # as `env.unwrapped.<name>` finds them on Gymnasium's own envs.
-        if name.startswith("_") or name in ("session",):
-            raise AttributeError(name)
-        try:
-            return getattr(self.session.base, name)
-        except AttributeError:
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}") from None
 
 
 class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEnv):

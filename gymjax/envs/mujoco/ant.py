@@ -88,11 +88,11 @@ class Ant(MujocoEnv):
 
     def outcome(self, before, after, action):
         x_velocity, y_velocity = change(before, after, "xpos")[self.main_body, :2] / self.dt
-        healthy = self._is_healthy(after)
+        healthy = self.is_healthy(after)
         forward_reward = self.forward_reward_weight * x_velocity
         healthy_reward = self.healthy_reward * healthy
         ctrl_cost = control_cost(self.ctrl_cost_weight, action)
-        contact_cost = self.contact_cost_weight * jnp.sum(jnp.square(self._contact_forces(after)))
+        contact_cost = self.contact_cost(after)
         reward = forward_reward + healthy_reward - ctrl_cost - contact_cost
         info = {
             **self.reset_info(after),
@@ -105,10 +105,16 @@ class Ant(MujocoEnv):
         }
         return reward, ~healthy & self.terminate_when_unhealthy, info
 
-    def _contact_forces(self, data):
+    # Ant-v5's properties, as functions of a physics state (the Gymnasium adapter reads them at its own).
+
+    def contact_forces(self, data):
+        """``cfrc_ext`` clipped to ``contact_force_range``."""
         return jnp.clip(field(data, "cfrc_ext"), *self.contact_force_range)
 
-    def _is_healthy(self, data):
+    def contact_cost(self, data):
+        return self.contact_cost_weight * jnp.sum(jnp.square(self.contact_forces(data)))
+
+    def is_healthy(self, data):
         min_z, max_z = self.healthy_z_range
         finite = jnp.isfinite(data.qpos).all() & jnp.isfinite(data.qvel).all()
         z = data.qpos[2]
@@ -125,5 +131,5 @@ class Ant(MujocoEnv):
         qpos = data.qpos[2:] if self.exclude_current_positions_from_observation else data.qpos
         parts = [qpos, data.qvel]
         if self.include_cfrc_ext_in_observation:
-            parts.append(self._contact_forces(data)[1:].ravel())
+            parts.append(self.contact_forces(data)[1:].ravel())
         return jnp.concatenate(parts)

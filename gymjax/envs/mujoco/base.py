@@ -51,6 +51,7 @@ from gymjax.core import Env, State
 from gymjax.envs import options
 from gymjax.envs.mujoco.host import (
     POST_CONSTRAINT_FIELDS,
+    STATE_SPEC,
     CallbackEngine,
     HostData,
     MuJoCoWarning,
@@ -60,6 +61,9 @@ from gymjax.envs.mujoco.host import (
 logger = logging.getLogger(__name__)
 
 ENGINES = ("mjx", "mujoco", "auto")
+
+# Gymnasium's MuJoCo render modes drawn into an array ("human" is the adapters' window).
+RENDER_MODES = ("rgb_array", "depth_array", "rgbd_tuple")
 
 # Solver presets: (constraint solver iterations, line-search iterations).
 #   "accurate"  (4, 8):    the fewest iterations whose error against MuJoCo C (from the same
@@ -285,7 +289,7 @@ class MujocoEnv(Env[mjx.Model]):
         # Gymnasium's init_qpos/init_qvel: a fresh MjData's, the model's qpos0 and zeros.
         self.init_qpos = jnp.asarray(self.mj_model.qpos0, jnp.float32)
         self.init_qvel = jnp.zeros(self.mj_model.nv, jnp.float32)
-        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._renderers: dict[tuple[int, int], Any] = {}  # Gymnasium's MujocoRenderer, by size
         self._render_data: mujoco.MjData | None = None
         self._step_info: dict[str, jax.ShapeDtypeStruct] | None = None
         low, high = self.mj_model.actuator_ctrlrange.T.astype(np.float32)
@@ -442,19 +446,80 @@ class MujocoEnv(Env[mjx.Model]):
         self._host.check_fields(params)
         return params
 
-    # Rendering runs MuJoCo's C renderer on the host, one state at a time.
+    # Rendering runs Gymnasium's own MuJoCo renderer on the host, one state at a time: the same
+    # camera (a free camera looking at the median of the geoms when it first draws, at
+    # stat.extent, azimuth 90, elevation -45, then default_camera_config's settings, which
+    # set trackbodyid without making the camera track), the same modes, the same pixels.
 
-    def render(self, state: State, *, width: int = 480, height: int = 480, camera: Any = None):
-        data = self.mj_data(state)
-        renderer = self._renderer(width, height)
-        renderer.update_scene(data, camera=self._camera(camera), scene_option=self._scene_option)
-        return renderer.render()
+    def render(self, state: State, *, width: int = 480, height: int = 480, camera: Any = None,
+               mode: str = "rgb_array"):
+        """A frame of one (unbatched) state, as Gymnasium's ``MujocoEnv.render`` draws it.
 
-    def mj_data(self, state: State) -> mujoco.MjData:
-        """A ``mujoco.MjData`` at one (unbatched) state, forwarded; reused by the next call."""
+        ``mode``: ``"rgb_array"`` (uint8 ``[height, width, 3]``), ``"depth_array"`` (float32
+        ``[height, width]``, the depth buffer in [0, 1] as Gymnasium returns it: 0 at the near
+        plane, 1 at the far one) or ``"rgbd_tuple"`` (both). ``camera``: a camera id or an
+        ``mujoco.MjvCamera`` used for this frame instead of the env's own.
+        """
+        if mode not in RENDER_MODES:
+            raise ValueError(f"mode must be one of {list(RENDER_MODES)}, got {mode!r}")
+        self.mj_data(state)
+        return self._draw(width, height, mode, camera)
+
+    def _draw(self, width: int, height: int, mode: str, camera: Any = None):
+        """Draws the render data as it is (see :meth:`mj_data`)."""
+        renderer = self.gymnasium_renderer(width, height)
+        viewer = renderer._get_viewer(mode)
+        viewer.make_context_current()  # another size's, or another env's, context may be current
+        if camera is None:
+            return renderer.render(mode)
+        saved = viewer.cam
+        try:
+            if isinstance(camera, mujoco.MjvCamera):
+                viewer.cam = camera
+                return viewer.render(render_mode=mode)
+            viewer.cam = mujoco.MjvCamera()
+            return viewer.render(render_mode=mode, camera_id=int(camera))
+        finally:
+            viewer.cam = saved
+
+    def gymnasium_renderer(self, width: int = 480, height: int = 480):
+        """The ``MujocoRenderer`` (Gymnasium's class) that draws this env's frames of that size.
+
+        It draws :meth:`mj_data`'s ``MjData``; Gymnasium's envs hold it as ``mujoco_renderer``.
+        """
+        from gymnasium.envs.mujoco.mujoco_rendering import MujocoRenderer
+
+        key = (int(width), int(height))
+        if key not in self._renderers:
+            m = self.mj_model
+            m.vis.global_.offwidth = max(width, m.vis.global_.offwidth)
+            m.vis.global_.offheight = max(height, m.vis.global_.offheight)
+            config = {k: np.asarray(v, np.float64) if isinstance(v, (tuple, list)) else v
+                      for k, v in self.camera.items()}
+            self._renderers[key] = MujocoRenderer(
+                m, self._mj_data(), config or None, key[0], key[1], self.max_geom,
+                self.camera_id, None, self.visual_options,
+            )
+        return self._renderers[key]
+
+    def _mj_data(self) -> mujoco.MjData:
         if self._render_data is None:
             self._render_data = mujoco.MjData(self.mj_model)
-        data = self._render_data
+        return self._render_data
+
+    def mj_data(self, state: State | None, out: mujoco.MjData | None = None) -> mujoco.MjData:
+        """A ``mujoco.MjData`` at one (unbatched) state, as Gymnasium's reset or set_state leaves
+        its own: reset data, the state written, forwarded. ``out`` (default: the data the
+        renderers draw, reused by the next call) is written in place.
+
+        The C engine's state is copied whole, in float64 (qpos, qvel, act, warm start, time);
+        MJX's float32 qpos and qvel are written. ``state`` None: a fresh ``MjData``'s, as
+        Gymnasium's env holds before its first reset (not forwarded).
+        """
+        data = self._mj_data() if out is None else out
+        mujoco.mj_resetData(self.mj_model, data)
+        if state is None:
+            return data
         physics = state.env_state
         qpos, qvel = np.asarray(physics.qpos), np.asarray(physics.qvel)
         if qpos.shape != (self.mj_model.nq,):
@@ -462,7 +527,11 @@ class MujocoEnv(Env[mjx.Model]):
                 f"render takes one unbatched state (qpos shape ({self.mj_model.nq},)), "
                 f"got qpos of shape {qpos.shape}"
             )
-        data.qpos[:], data.qvel[:] = qpos, qvel
+        if isinstance(physics, HostData):
+            full = np.ascontiguousarray(np.asarray(physics.state)).view(np.float64)
+            mujoco.mj_setState(self.mj_model, data, full, STATE_SPEC)
+        else:
+            data.qpos[:], data.qvel[:] = qpos, qvel
         mujoco.mj_forward(self.mj_model, data)
         return data
 
@@ -479,39 +548,6 @@ class MujocoEnv(Env[mjx.Model]):
         self.camera_id = camera_id
         self.max_geom = options.integer(self, "max_geom", max_geom)
         self.visual_options = dict(visual_options or {})
-        self._scene_option = mujoco.MjvOption()
-        for flag, value in self.visual_options.items():
-            self._scene_option.flags[flag] = value
-
-    def _renderer(self, width: int, height: int) -> mujoco.Renderer:
-        if (width, height) not in self._renderers:
-            self.mj_model.vis.global_.offwidth = max(width, self.mj_model.vis.global_.offwidth)
-            self.mj_model.vis.global_.offheight = max(height, self.mj_model.vis.global_.offheight)
-            try:
-                self._renderers[(width, height)] = mujoco.Renderer(self.mj_model, height, width, self.max_geom)
-            except Exception as err:
-                raise RuntimeError(
-                    "could not create a MuJoCo renderer; for headless rendering set "
-                    "MUJOCO_GL=egl (or osmesa) before Python starts"
-                ) from err
-        return self._renderers[(width, height)]
-
-    def _camera(self, camera):
-        if camera is not None:
-            return camera
-        if self.camera_id is not None and self.camera_id >= 0:
-            return self.camera_id
-        cam = mujoco.MjvCamera()
-        mujoco.mjv_defaultFreeCamera(self.mj_model, cam)
-        if self.camera.get("trackbodyid", -1) >= 0:  # -1 is Gymnasium's "no body" (Pusher's camera)
-            cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-            cam.trackbodyid = self.camera["trackbodyid"]
-        for name in ("distance", "elevation", "azimuth"):
-            if name in self.camera:
-                setattr(cam, name, self.camera[name])
-        if "lookat" in self.camera:
-            cam.lookat[:] = self.camera["lookat"]
-        return cam
 
     def close(self) -> None:
         if self._host is not None:
@@ -524,11 +560,5 @@ class MujocoEnv(Env[mjx.Model]):
         return f"{type(self).__name__}(solver={self.solver!r}, engine={self.engine!r})"
 
     def __getstate__(self):
-        # Renderers hold GL contexts, and MjvOption is a C struct: neither pickles nor deep-copies.
-        return {**self.__dict__, "_renderers": {}, "_render_data": None, "_scene_option": None}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._scene_option = mujoco.MjvOption()
-        for flag, value in self.visual_options.items():
-            self._scene_option.flags[flag] = value
+        # Renderers hold GL contexts, and MjData is rebuilt: neither pickles.
+        return {**self.__dict__, "_renderers": {}, "_render_data": None}

@@ -108,13 +108,11 @@ class Humanoid(MujocoEnv):
 
     def outcome(self, before, after, action):
         x_velocity, y_velocity = (self._mass_weights @ change(before, after, "xipos"))[:2] / self.dt
-        healthy = strictly_inside(after.qpos[2], self.healthy_z_range)
+        healthy = self.is_healthy(after)
         forward_reward = self.forward_reward_weight * x_velocity
         healthy_reward = self.healthy_reward * healthy
         ctrl_cost = control_cost(self.ctrl_cost_weight, action)
-        contact_cost = jnp.clip(
-            self.contact_cost_weight * jnp.sum(jnp.square(field(after, "cfrc_ext"))), *self.contact_cost_range
-        )
+        contact_cost = self.contact_cost(after)
         info = {
             **self.reset_info(after),
             "x_velocity": x_velocity,
@@ -126,6 +124,15 @@ class Humanoid(MujocoEnv):
         }
         reward = forward_reward + healthy_reward - ctrl_cost - contact_cost
         return reward, ~healthy & self.terminate_when_unhealthy, info
+
+    # Humanoid-v5's properties, as functions of a physics state.
+
+    def is_healthy(self, data):
+        return strictly_inside(data.qpos[2], self.healthy_z_range)
+
+    def contact_cost(self, data):
+        cost = self.contact_cost_weight * jnp.sum(jnp.square(field(data, "cfrc_ext")))
+        return jnp.clip(cost, *self.contact_cost_range)
 
     def reset_info(self, data):
         return {
