@@ -117,15 +117,14 @@ class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
             randomization_fn=randomization_fn,
             # Depth is drawn by the view (SimulatorView.render_view); the session draws colour.
             render_mode="rgb_array" if render_mode in DEPTH_MODES else render_mode,
-            width=480 if width is None else width,
-            height=480 if height is None else height,
+            width=width,
+            height=height,
             env_kwargs=env_kwargs,
         )
         base = self.session.base
         modes = self.session.render_modes() + (list(DEPTH_MODES) if is_mujoco(base) else [])
         if render_mode in DEPTH_MODES and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
-        self._view_setup(render_mode, width, height)
         self.render_mode = render_mode
         self.metadata = {**base.metadata, "render_modes": modes}
         self.observation_space = base.observation_space
@@ -156,7 +155,7 @@ class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
 
     def render(self):
         frame = self._render_view(self.render_mode)
-        return frame if frame is not None else self._sized(self.session.render())
+        return frame if frame is not None else self.session.render()
 
     def close(self):
         self.session.close()
@@ -192,8 +191,8 @@ class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEn
         randomization_fn: RandomizationFn | None = None,
         action_repeat: int = 1,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        width: int = 480,
-        height: int = 480,
+        width: int | None = None,
+        height: int | None = None,
         **env_kwargs: Any,
     ):
         self.session = Session(

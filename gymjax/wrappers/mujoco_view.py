@@ -78,7 +78,6 @@ class SimulatorView:
     _classic_of: Any = _NOTHING
     _classic_read = None
     _pre_reset = None  # the JAX state derived attributes read before the first reset
-    _frame_size = (None, None)  # width, height asked of an env that draws at a fixed size
 
     # -- MuJoCo: the model and its data
 
@@ -298,11 +297,7 @@ class SimulatorView:
         self._classic = value
         self._classic_of, self._classic_read = self.session.state, value.copy()
 
-    # -- Rendering: depth modes (MuJoCo) and the size of fixed-size frames
-
-    def _view_setup(self, render_mode: str | None, width: int | None, height: int | None) -> None:
-        """At construction: the width and height asked (None: the env's own size)."""
-        self._frame_size = (width, height)
+    # -- Rendering: depth modes (MuJoCo)
 
     def _render_view(self, render_mode: str | None):
         """``render()`` of a MuJoCo env in an array mode, or None where the session's frame is right.
@@ -318,21 +313,11 @@ class SimulatorView:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
         import mujoco
 
+        from gymjax.envs.mujoco.base import DEFAULT_SIZE
+
         mujoco.mj_copyData(base._mj_data(), base.mj_model, self._sync_mirror())
         width, height = self.session.size
-        return base._draw(width, height, render_mode)
-
-    def _sized(self, frame):
-        """A classic env's frame (drawn at Gymnasium's fixed size) resized to the asked width/height."""
-        width, height = self._frame_size
-        if frame is None or (width is None and height is None) or is_mujoco(self.session.base):
-            return frame
-        size = (width or frame.shape[1], height or frame.shape[0])
-        if size == (frame.shape[1], frame.shape[0]):
-            return frame
-        from PIL import Image
-
-        return np.asarray(Image.fromarray(frame).resize(size, Image.Resampling.BILINEAR))
+        return base._draw(width or DEFAULT_SIZE, height or DEFAULT_SIZE, render_mode)
 
     # -- The env's options and constants, as Gymnasium's envs hold them
 

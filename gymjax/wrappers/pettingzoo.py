@@ -78,7 +78,8 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
         action_repeat: each agent step is ``action_repeat`` env steps.
         randomization_fn: domain randomization, drawn at each reset.
-        width, height: size of rendered frames.
+        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
+            MuJoCo, CartPole's 600 x 400, ...).
         **env_kwargs: the env's options (``agent_conf="4x2"``, ``solver="fast"``, ...).
 
     Like MaMuJoCo: every agent gets the shared reward, the same ``terminated``
@@ -94,8 +95,8 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         render_mode: str | None = None,
         action_repeat: int = 1,
         randomization_fn: RandomizationFn | None = None,
-        width: int = 480,
-        height: int = 480,
+        width: int | None = None,
+        height: int | None = None,
         **env_kwargs: Any,
     ):
         self.session = Session(
@@ -168,7 +169,8 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
         render_mode: ``None`` or ``"rgb_array"`` (``render()`` gives one frame per env).
         action_repeat: each agent step is ``action_repeat`` env steps.
         randomization_fn: domain randomization, drawn per env at each reset.
-        width, height: size of rendered frames.
+        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
+            MuJoCo, CartPole's 600 x 400, ...).
         **env_kwargs: the env's options.
 
     ``reset(seed=s)`` returns ``(obs, infos)``; ``step(actions)`` with ``actions``
@@ -197,8 +199,8 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
         render_mode: str | None = None,
         action_repeat: int = 1,
         randomization_fn: RandomizationFn | None = None,
-        width: int = 480,
-        height: int = 480,
+        width: int | None = None,
+        height: int | None = None,
         **env_kwargs: Any,
     ):
         self.session = Session(

@@ -54,7 +54,8 @@ class SB3VecEnv(Presenter, VecEnv):
         render_mode: ``None`` or ``"rgb_array"``.
         randomization_fn: domain randomization, drawn per env at each reset.
         action_repeat: each agent step is ``action_repeat`` env steps.
-        width, height: size of rendered frames.
+        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
+            MuJoCo, CartPole's 600 x 400, ...).
         **env_kwargs: the env's constructor options.
 
     ``get_attr`` reads attributes of the (shared) gymjax env and its wrappers, or
@@ -71,8 +72,8 @@ class SB3VecEnv(Presenter, VecEnv):
         render_mode: str | None = None,
         randomization_fn: RandomizationFn | None = None,
         action_repeat: int = 1,
-        width: int = 480,
-        height: int = 480,
+        width: int | None = None,
+        height: int | None = None,
         **env_kwargs: Any,
     ):
         self.session = Session(

@@ -445,7 +445,8 @@ class Session:
         randomization_fn: domain randomization, drawn per env at each reset.
         autoreset_mode: a batch's :class:`~gymjax.wrappers.training.AutoResetMode`.
         render_mode: None or one of the env's ``metadata["render_modes"]``.
-        width, height: size of rendered frames.
+        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
+            MuJoCo, CartPole's 600 x 400, ...).
         env_kwargs: the env's options, when ``env`` is an id.
         make: the builder for ids (``envs.make``, or ``envs.make_multi``).
 
@@ -464,8 +465,8 @@ class Session:
         randomization_fn: RandomizationFn | None = None,
         autoreset_mode: AutoResetMode | str = AutoResetMode.SAME_STEP,
         render_mode: str | None = None,
-        width: int = 480,
-        height: int = 480,
+        width: int | None = None,
+        height: int | None = None,
         env_kwargs: dict[str, Any] | None = None,
         make=None,
     ):
@@ -635,17 +636,14 @@ class Session:
             return None
         if self.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
-        width, height = self.size
+        size = {k: v for k, v in zip(("width", "height"), self.size) if v is not None}  # else the env's own
         host = jax.device_get(self.state)
         if self._window is not None:
-            self._window.show(self.base.render(host, width=width, height=height))
+            self._window.show(self.base.render(host, **size))
             return None
         if not self.batched:
-            return self.base.render(host, width=width, height=height)
-        return tuple(
-            self.base.render(jax.tree.map(lambda x: x[i], host), width=width, height=height)
-            for i in range(self.num_envs)
-        )
+            return self.base.render(host, **size)
+        return tuple(self.base.render(jax.tree.map(lambda x, i=i: x[i], host), **size) for i in range(self.num_envs))
 
     def close(self) -> None:
         if self._window is not None:

@@ -231,6 +231,19 @@ def test_classic_frames_take_width_and_height(env_id, native):
     assert plain.render().shape == (*native, 3)  # Gymnasium's own size when none is asked
     sized.close()
     plain.close()
+    # every adapter: the vector env and SB3's (one Session under all)
+    from gymjax.wrappers.sb3 import SB3VecEnv
+
+    for envs in (gymnasium.make_vec(env_id, 2, render_mode="rgb_array", width=120, height=90),
+                 SB3VecEnv(env_id, 2, render_mode="rgb_array", width=120, height=90)):
+        envs.reset()
+        frames = envs.render() if isinstance(envs, gymnasium.vector.VectorEnv) else envs.get_images()
+        assert [f.shape for f in frames] == [(90, 120, 3)] * 2
+        envs.close()
+    vector = gymnasium.make_vec(env_id, 2, render_mode="rgb_array")
+    vector.reset()
+    assert [f.shape for f in vector.render()] == [(*native, 3)] * 2
+    vector.close()
 
 
 def test_mujoco_renderer_is_gymnasiums_at_the_current_state():

@@ -149,7 +149,7 @@ class Acrobot(Env[AcrobotParams]):
             truncated=jnp.bool_(False),
         )
 
-    def render(self, state, *, width=500, height=500, camera=None):
+    def render(self, state, *, width=None, height=None, camera=None):
         from gymjax.envs.classic.rendering import render_with_gymnasium
 
-        return render_with_gymnasium("Acrobot-v1", np.asarray(state.env_state, np.float64))
+        return render_with_gymnasium("Acrobot-v1", np.asarray(state.env_state, np.float64), width, height)

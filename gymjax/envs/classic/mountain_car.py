@@ -107,7 +107,7 @@ class MountainCar(Env[MountainCarParams]):
             truncated=jnp.bool_(False),
         )
 
-    def render(self, state, *, width=600, height=400, camera=None):
+    def render(self, state, *, width=None, height=None, camera=None):
         from gymjax.envs.classic.rendering import render_with_gymnasium
 
-        return render_with_gymnasium("MountainCar-v0", np.asarray(state.env_state, np.float64))
+        return render_with_gymnasium("MountainCar-v0", np.asarray(state.env_state, np.float64), width, height)

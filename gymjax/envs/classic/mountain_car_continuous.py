@@ -79,9 +79,9 @@ class MountainCarContinuous(Env[MountainCarContinuousParams]):
             truncated=jnp.bool_(False),
         )
 
-    def render(self, state, *, width=600, height=400, camera=None):
+    def render(self, state, *, width=None, height=None, camera=None):
         from gymjax.envs.classic.rendering import render_with_gymnasium
 
         return render_with_gymnasium(
-            "MountainCarContinuous-v0", np.asarray(state.env_state, np.float64)
+            "MountainCarContinuous-v0", np.asarray(state.env_state, np.float64), width, height
         )

@@ -33,9 +33,18 @@ def _reference_env(env_id: str) -> gymnasium.Env:
     return env
 
 
-def render_with_gymnasium(env_id: str, physics: np.ndarray) -> np.ndarray:
-    """Draws ``physics`` (the reference env's ``state`` vector) with Gymnasium's renderer."""
+def render_with_gymnasium(
+    env_id: str, physics: np.ndarray, width: int | None = None, height: int | None = None
+) -> np.ndarray:
+    """Draws ``physics`` (the reference env's ``state`` vector) with Gymnasium's renderer, at its
+    fixed size (CartPole's 600 x 400) or resized to the ``width`` and ``height`` given."""
     env = _reference_env(env_id)
     env.state = physics
     env.last_u = None  # Pendulum draws the last torque when there is one
-    return env.render()
+    frame = env.render()
+    size = (width or frame.shape[1], height or frame.shape[0])
+    if size == (frame.shape[1], frame.shape[0]):
+        return frame
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(frame).resize(size, Image.Resampling.BILINEAR))

@@ -64,6 +64,7 @@ ENGINES = ("mjx", "mujoco", "auto")
 
 # Gymnasium's MuJoCo render modes drawn into an array ("human" is the adapters' window).
 RENDER_MODES = ("rgb_array", "depth_array", "rgbd_tuple")
+DEFAULT_SIZE = 480  # frames' width and height unless asked: Gymnasium's MujocoEnv's
 
 # Solver presets: (constraint solver iterations, line-search iterations).
 #   "accurate"  (4, 8):    the fewest iterations whose error against MuJoCo C (from the same
@@ -451,7 +452,7 @@ class MujocoEnv(Env[mjx.Model]):
     # stat.extent, azimuth 90, elevation -45, then default_camera_config's settings, which
     # set trackbodyid without making the camera track), the same modes, the same pixels.
 
-    def render(self, state: State, *, width: int = 480, height: int = 480, camera: Any = None,
+    def render(self, state: State, *, width: int = DEFAULT_SIZE, height: int = DEFAULT_SIZE, camera: Any = None,
                mode: str = "rgb_array"):
         """A frame of one (unbatched) state, as Gymnasium's ``MujocoEnv.render`` draws it.
 
@@ -482,7 +483,7 @@ class MujocoEnv(Env[mjx.Model]):
         finally:
             viewer.cam = saved
 
-    def gymnasium_renderer(self, width: int = 480, height: int = 480):
+    def gymnasium_renderer(self, width: int = DEFAULT_SIZE, height: int = DEFAULT_SIZE):
         """The ``MujocoRenderer`` (Gymnasium's class) that draws this env's frames of that size.
 
         It draws :meth:`mj_data`'s ``MjData``; Gymnasium's envs hold it as ``mujoco_renderer``.
