@@ -350,6 +350,71 @@ def module_prefixed_id(env_id: str):
     envs.reset(seed=0)
 
 
+def sbx_learn(env_id: str, vec: bool):
+    """SBX (SB3's API, JAX networks): PPO learns a few updates on ``make(id)`` or ``make_vec_env(id)``."""
+    from sbx import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import gymjax  # noqa: F401
+
+    env = make_vec_env(env_id, n_envs=4) if vec else _make(env_id)
+    PPO("MlpPolicy", env, n_steps=128, batch_size=64, seed=0).learn(512)
+
+
+def skrl_wrap_env(env_id: str, num_envs: int | None):
+    """skrl's ``wrap_env`` (its Gymnasium wrapper, torch tensors) on ``make(id)`` or ``make_vec(id, n)``."""
+    import numpy as np
+    import torch
+    from skrl.envs.wrappers.torch import wrap_env
+
+    env = wrap_env(_make(env_id) if num_envs is None else _make_vec(env_id, num_envs))
+    obs, _ = env.reset()
+    n = env.num_envs
+    for _ in range(STEPS):
+        actions = torch.as_tensor(np.stack([env.action_space.sample() for _ in range(n)])).reshape(n, -1)
+        obs, reward, terminated, truncated, _ = env.step(actions)
+    _require(tuple(obs.shape) == (n, *env.observation_space.shape), f"obs shape {tuple(obs.shape)}")
+    _require(tuple(reward.shape) == (n, 1), f"reward shape {tuple(reward.shape)}")
+
+
+def tianshou_dummy_vector_env(env_id: str, num_envs: int = 10):
+    """Tianshou's ``DummyVectorEnv`` of ``make(id)`` envs, each reset when its episode ends."""
+    import numpy as np
+    from tianshou.env import DummyVectorEnv
+
+    import gymjax  # noqa: F401
+
+    envs = DummyVectorEnv([lambda: _make(env_id) for _ in range(num_envs)])
+    envs.reset(seed=0)
+    ended = 0
+    for _ in range(STEPS):
+        _, _, terminated, truncated, _ = envs.step(np.array([envs.action_space[0].sample() for _ in range(num_envs)]))
+        done = np.flatnonzero(np.logical_or(terminated, truncated))
+        if done.size:
+            ended += done.size
+            envs.reset(done)
+    _require(ended > 0, f"no episode ended in {STEPS} steps")
+    return f"{ended} episodes"
+
+
+def minari_collect(env_id: str, episodes: int = 3):
+    """Minari's ``DataCollector`` records random episodes (it seeds resets with 60-bit ints) into a dataset."""
+    import minari  # noqa: F401
+    from minari import DataCollector
+
+    os.environ["MINARI_DATASETS_PATH"] = tempfile.mkdtemp()
+    env = DataCollector(_make(env_id))
+    for _ in range(episodes):
+        env.reset()
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            done = terminated or truncated
+    dataset = env.create_dataset(dataset_id="gymjax/random-v0", algorithm_name="random")
+    _require(dataset.total_episodes == episodes, f"{dataset.total_episodes} episodes recorded")
+    return f"{dataset.total_steps} steps recorded"
+
+
 def gymnasium_clone(env_id: str, how: str, **kwargs):
     """A clone of a stepped env continues exactly as the original does (its state travels with it)."""
     import copy
@@ -1183,6 +1248,20 @@ def _cases() -> list[Case]:
         ),
     ]
     cases += [
+        Case("SBX", "PPO('MlpPolicy', make(id)).learn(512)", "JaxPendulum-v0",
+             P(sbx_learn, "JaxPendulum-v0", False), ("sbx",), timeout_s=240),
+        Case("SBX", "PPO('MlpPolicy', make_vec_env(id, 4)).learn(512)", "JaxCartPole-v0",
+             P(sbx_learn, "JaxCartPole-v0", True), ("sbx",), timeout_s=240),
+        Case("skrl", "wrap_env(make(id)): reset, step", "JaxPendulum-v0",
+             P(skrl_wrap_env, "JaxPendulum-v0", None), ("skrl",)),
+        Case("skrl", "wrap_env(make_vec(id, 4)): reset, step", "JaxCartPole-v0",
+             P(skrl_wrap_env, "JaxCartPole-v0", 4), ("skrl",)),
+        Case("Tianshou", "DummyVectorEnv([lambda: make(id)] * 10): reset, step, reset ended", "JaxCartPole-v0",
+             P(tianshou_dummy_vector_env, "JaxCartPole-v0"), ("tianshou",)),
+        Case("Minari", "DataCollector(make(id)): 3 episodes, create_dataset", "JaxCartPole-v0",
+             P(minari_collect, "JaxCartPole-v0"), ("minari",)),
+    ]
+    cases += [
         Case(
             "speed",
             "steps/s, make(id) vs make('CartPole-v1'), 3000 random steps x 5 rounds",
@@ -1432,8 +1511,8 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-CLIENT_PACKAGES = ("gymjax", "gymnasium", "stable-baselines3", "rl_zoo3", "torchrl", "pettingzoo", "torch", "jax",
-                   "mujoco")
+CLIENT_PACKAGES = ("gymjax", "gymnasium", "stable-baselines3", "rl_zoo3", "torchrl", "pettingzoo", "sbx-rl", "skrl",
+                   "tianshou", "minari", "torch", "jax", "mujoco")
 
 
 def _versions() -> dict[str, str | None]:

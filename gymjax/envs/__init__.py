@@ -104,13 +104,22 @@ def options_of(factory: Callable[..., Env]) -> list[str] | None:
     return None
 
 
+class UnknownOption(TypeError, ValueError):
+    """An option the env does not take. A TypeError with Python's words ("unexpected keyword argument
+    'x'") as clients expect of a constructor (torchrl's GymEnv tries ``frameskip=`` and drops it on
+    exactly that); a ValueError as gymjax's other bad values."""
+
+
 def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> Env:
     recorded = dict(kwargs)
     kwargs = _engine(kwargs)
     known = options_of(factory)
     unknown = sorted(set(kwargs) - set(known)) if known is not None else []
     if unknown:  # named here, before the env loads its model, rather than as a TypeError deep inside
-        raise ValueError(f"{env_id} has no option {unknown[0]!r}; its options are {sorted(known)}")
+        raise UnknownOption(
+            f"{env_id} has no option {unknown[0]!r} (an unexpected keyword argument {unknown[0]!r}); "
+            f"its options are {sorted(known)}"
+        )
     env = factory(**kwargs)
     env.env_id, env.env_kwargs = env_id, recorded
     return env

@@ -6,8 +6,9 @@ jitted reset and one jitted step), a drop-in for Gymnasium-Robotics'
 steps ``num_envs`` copies in one jitted call, with dicts of ``[N, ...]`` arrays
 and same-step auto-reset.
 
-Seeding follows the Gymnasium adapters: ``reset(seed=s)`` starts from
-``jax.random.PRNGKey(s)``, and env ``i`` of a vector env reset with ``seed=s``
+Seeding follows the Gymnasium adapters: ``reset(seed=s)`` takes any non-negative int and starts
+from the key :func:`gymjax.wrappers.session.seed_words` maps it to (``jax.random.PRNGKey(s)``
+below 2**32), and env ``i`` of a vector env reset with ``seed=s``
 draws the same episodes as a :class:`PettingZooEnv` reset with ``seed=s + i``.
 
 PettingZoo is an optional dependency (``pip install gymjax[pettingzoo]``):

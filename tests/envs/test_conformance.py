@@ -235,3 +235,7 @@ def test_an_unknown_option_is_named(pair):
         gymjax.make(env_id, not_an_option=1)
     with pytest.raises(ValueError, match="not_an_option"):
         gymnasium.make(env_id, not_an_option=1)
+    # and a TypeError in Python's words, which clients probe constructors for (torchrl's GymEnv
+    # passes frameskip= and drops it on exactly "unexpected keyword argument 'frameskip'")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'frameskip'"):
+        gymnasium.make(env_id, frameskip=1)
