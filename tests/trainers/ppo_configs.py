@@ -1,5 +1,6 @@
-"""Configs shared by the trainer tests (imported by name: tests/ is not a package)."""
+"""Configs and hooks shared by the trainer tests (imported by name: tests/ is not a package)."""
 
+from gymjax.trainers.hooks import Hook
 from gymjax.trainers.ppo import PPOConfig
 
 # The CartPole preset (rl-baselines3-zoo's CartPole-v1 settings), fewer evaluations.
@@ -22,3 +23,14 @@ TINY = PPOConfig(
     num_eval_envs=4,
     max_to_keep=None,
 )
+
+
+class StopAfter(Hook):
+    """Stops a run, as a kill would, once the checkpoint of epoch ``epoch`` is written."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def after_checkpoint(self, progress, path):
+        if progress.epoch == self.epoch:
+            raise KeyboardInterrupt

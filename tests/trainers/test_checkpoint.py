@@ -9,32 +9,26 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ppo_configs import TINY
+from ppo_configs import TINY, StopAfter
 
 from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers.hooks import Hook
-from gymjax.trainers.ppo import PPOTrainer, SavedMeta, TrainingDiverged, load_policy, load_policy_and_meta, train
+from gymjax.trainers.ppo import (
+    PPOTrainer,
+    SavedMeta,
+    TrainingDiverged,
+    load_policy,
+    load_policy_and_meta,
+    train,
+)
 
 ENV = "JaxCartPole-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-class StopAfter(Hook):
-    """Stops a run, as a kill would, once the checkpoint of epoch ``epoch`` is written."""
-
-    def __init__(self, epoch):
-        self.epoch = epoch
-
-    def after_checkpoint(self, progress, path):
-        if progress.epoch == self.epoch:
-            raise KeyboardInterrupt
 
 
 def leaves_equal(a, b):

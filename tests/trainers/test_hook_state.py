@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from ppo_configs import TINY
+from ppo_configs import TINY, StopAfter
 
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import EarlyStopping, Hook, Hooks, HookStateError, Progress, StopTraining
@@ -44,17 +44,6 @@ class Counter(Hook):
         if not isinstance(state.get("count"), int):
             raise TypeError(f"expected an int count, got {state.get('count')!r}")
         self.count = state["count"]
-
-
-class StopAfter(Hook):
-    """Stops a run, as a kill would, once the checkpoint of epoch ``epoch`` is written."""
-
-    def __init__(self, epoch):
-        self.epoch = epoch
-
-    def after_checkpoint(self, progress, path):
-        if progress.epoch == self.epoch:
-            raise KeyboardInterrupt
 
 
 # 30 one-iteration epochs, a checkpoint every 2; early stopping on the training return.
