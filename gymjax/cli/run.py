@@ -367,7 +367,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True, help="render the final policy")
     p.add_argument("--quiet", action="store_true", help="no progress bar or per-epoch lines")
     group = p.add_argument_group(
-        "several processes (jax.distributed; see the README's 'Several processes and hosts')"
+        "several processes (jax.distributed; see docs/design.md, 'Several devices and processes')"
     )
     group.add_argument("--local-processes", type=common.positive_int, metavar="N",
                        help="launch N processes of this command on this machine, connected on 127.0.0.1")
