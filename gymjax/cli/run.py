@@ -96,8 +96,8 @@ def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
     """A new run's record from the flags; refused in one line before anything is written."""
-    if args.preset and args.env not in (None, presets.get(args.preset).env_id):
-        preset = presets.get(args.preset)
+    preset = presets.get(args.preset) if args.preset else None
+    if preset and args.env not in (None, preset.env_id):
         raise SystemExit(
             f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; drop one of them "
             f"(presets: {presets.listing()})"

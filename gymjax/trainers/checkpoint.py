@@ -245,12 +245,10 @@ class Checkpointer:
 
     def _claim(self, resumed_from: int | None, damaged: tuple[int, ...]) -> list[pathlib.Path]:
         """Checks that the directory's steps are this run's; sets aside those after ``resumed_from``."""
-        links = files.symlinks_under(self.directory)
-        if links:  # orbax would write through them
-            raise CheckpointError(
-                f"{self.directory} holds symbolic links ({', '.join(str(p) for p in links[:3])}); checkpoints are "
-                f"never written through one: remove them or pick another directory"
-            )
+        try:
+            files.refuse_symlinks(self.directory)  # orbax would write through them
+        except files.UnsafePath as e:
+            raise CheckpointError(e.strerror) from None
         steps = step_dirs(self.directory)
         if resumed_from is None:
             if steps:

@@ -85,6 +85,18 @@ def replaced(path: str | os.PathLike) -> Iterator[pathlib.Path]:
         raise
 
 
+def refuse_symlinks(directory: str | os.PathLike) -> None:
+    """Raises :class:`UnsafePath` naming the symbolic links under ``directory`` (:func:`symlinks_under`),
+    if it holds any: a write through one would land outside it."""
+    links = symlinks_under(directory)
+    if links:
+        shown = ", ".join(str(p.relative_to(directory)) for p in links[:3]) + (" ..." * (len(links) > 3))
+        raise UnsafePath(
+            errno.ELOOP, f"{directory} holds symbolic links ({shown}); gymjax never makes one and writes through "
+            f"none: remove them or pick another directory", str(directory),
+        )
+
+
 def symlinks_under(directory: str | os.PathLike) -> list[pathlib.Path]:
     """Every symbolic link at or under ``directory`` (not followed): what a directory gymjax writes
     must not hold, since gymjax itself never makes one. ``directory`` itself may be a link: the user

@@ -54,7 +54,7 @@ from gymjax.trainers.loggers import (
     drop_rows_after,
     read_rows,
 )
-from gymjax.trainers.ppo import PPOConfig, presets
+from gymjax.trainers.ppo import PPOConfig, SavedMeta, presets
 from gymjax.trainers.ppo import train as ppo_train
 from gymjax.trainers.stopping import TrainingStopped
 from gymjax.wrappers.training import single_env_stack
@@ -180,13 +180,11 @@ class RunDirectory:
 
     def check_links(self) -> None:
         """Refuses a directory holding a symbolic link: a write through one would land outside."""
-        links = files.symlinks_under(self.path) if self.path.is_dir() else []
-        if links:
-            shown = ", ".join(str(p.relative_to(self.path)) for p in links[:3]) + (" ..." * (len(links) > 3))
-            raise RunDirectoryError(
-                f"{self.path} holds symbolic links ({shown}); gymjax never makes one and writes through none: "
-                f"remove them or pick another run directory"
-            )
+        try:
+            if self.path.is_dir():
+                files.refuse_symlinks(self.path)
+        except files.UnsafePath as e:
+            raise RunDirectoryError(e.strerror) from None
 
     def logged_rows(self) -> int:
         return sum(len(read_rows(self.path / f"metrics.{fmt}")[1]) for fmt in METRICS_FORMATS)
@@ -297,18 +295,24 @@ def plan_resume(
     if restore is None:
         print(f"{directory.path} has no checkpoint yet: starting its recorded run from scratch")
     if num_timesteps is not None and num_timesteps != record.config.num_timesteps:
-        meta = ckpt.read_meta(directory.checkpoints) if restore else None
-        record = dataclasses.replace(record, config=extended(record.config, num_timesteps, meta))
+        done = _saved_env_steps(directory.checkpoints) if restore else 0
+        record = dataclasses.replace(record, config=extended(record.config, num_timesteps, done))
     env = directory.recorded_env(record)
     return Plan(directory, record, env, restore, True, record.video and video, record.tensorboard or tensorboard,
                 _required([*record.trackers, *loggers]), tracker_options)
 
 
-def extended(config: PPOConfig, num_timesteps: int, meta: dict[str, Any] | None) -> PPOConfig:
-    """``config`` trained to ``num_timesteps``: epochs of the same size, as many as the new budget needs."""
-    done = meta.get("env_steps") if meta else 0
-    if isinstance(done, bool) or not isinstance(done, int) or done < 0:
-        raise RunDirectoryError(f"the newest checkpoint's metadata has env_steps {done!r}, expected an int >= 0")
+def _saved_env_steps(checkpoints: pathlib.Path) -> int:
+    """The env steps of the newest checkpoint, its metadata checked as every reader checks it."""
+    try:
+        return SavedMeta.from_json(ckpt.read_meta(checkpoints)).env_steps
+    except ckpt.CheckpointError as e:
+        raise RunDirectoryError(f"{checkpoints}: {e}") from None
+
+
+def extended(config: PPOConfig, num_timesteps: int, done: int) -> PPOConfig:
+    """``config`` trained to ``num_timesteps`` (the run has made ``done`` env steps): epochs of the same
+    size, as many as the new budget needs."""
     try:
         longer = config.replace(num_timesteps=num_timesteps, epoch_iterations=config.iterations_per_epoch)
     except ValueError as e:

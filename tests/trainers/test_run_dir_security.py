@@ -123,7 +123,7 @@ def test_damaged_checkpoint_metadata_is_refused_when_extending(trained, tmp_path
     meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "env_steps": "lots"}))
     with pytest.raises(SystemExit) as error:
         main(["train", "--run-dir", str(run), "--resume", "--timesteps", str(16 * 128)])
-    assert "env_steps 'lots', expected an int >= 0" in one_line(error)
+    assert "env_steps='lots' (str); expected an int >= 0" in one_line(error)
 
 
 # -- symbolic links ------------------------------------------------------------------------------
