@@ -93,7 +93,7 @@ def interleaved(
             start = time.perf_counter()
             stack.step()
             took = time.perf_counter() - start
-        except Exception as err:  # a stack that cannot step is reported; the others are measured
+        except Exception as err:  # noqa: BLE001 - a stack that cannot step is reported; the others are measured
             failed[name] = one_line(err)
             _close(live.pop(name))
             continue
@@ -141,7 +141,9 @@ def one_line(err: BaseException) -> str:
 # -- the record -----------------------------------------------------------------------------------
 
 
-def new_record(benchmark: str, argv: list[str], title: str, settings: dict, machine_name: str | None = None) -> dict:
+def new_record(
+    benchmark: str, argv: list[str], title: str, settings: dict, machine_name: str | None = None
+) -> dict:
     """A record opened: ``python -m benchmarks <benchmark> <argv>`` regenerates it."""
     return {
         "schema": SCHEMA,
@@ -222,9 +224,13 @@ def versions(packages: tuple[str, ...] = PACKAGES) -> dict:
 def commit() -> str | None:
     """The checkout's commit, ``+changes`` when tracked files differ from it; None outside git."""
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+        git = ["git", "-C", str(REPO)]
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
         dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=False,
         )
     except OSError:
         return None
@@ -244,8 +250,10 @@ def header(record: dict) -> list[str]:
     return [
         f"Command: `{shlex.join(record['command'])}` ({record['created'][:10]}{wall}).",
         "",
-        f"Machine: {m['name']}; {m['cpu_count']} cores, {m['memory_gib']:.0f} GiB, JAX on {m['jax_backend']}. "
-        f"Load average (1/5/15 min) before {loads(record['load_before'])}, after {loads(record['load_after'])}.",
+        (
+            f"Machine: {m['name']}; {m['cpu_count']} cores, {m['memory_gib']:.0f} GiB, JAX on {m['jax_backend']}. "
+            f"Load average (1/5/15 min) before {loads(record['load_before'])}, after {loads(record['load_after'])}."
+        ),
         "",
         f"Versions: Python {v['python']}, {shown}; commit {record['commit']}.",
     ]
@@ -270,7 +278,9 @@ def write(
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.json", out / f"{stem}.md"]
     files.replace_text(paths[0], json.dumps(record, indent=1, default=float) + "\n")
-    files.replace_text(paths[1], "\n".join([f"# {record['title']}", "", *header(record), "", *markdown]) + "\n")
+    files.replace_text(
+        paths[1], "\n".join([f"# {record['title']}", "", *header(record), "", *markdown]) + "\n"
+    )
     if plot is not None:
         path = out / f"{stem}.png"
         with files.replaced(path) as tmp:
@@ -310,7 +320,9 @@ class Finished:
         """None when it succeeded; else the status or timeout and the output's tail."""
         if self.ok:
             return None
-        what = f"timed out after {self.timeout_s:g} s" if self.status is None else f"exit status {self.status}"
+        what = (
+            f"timed out after {self.timeout_s:g} s" if self.status is None else f"exit status {self.status}"
+        )
         return f"{what}; output ends:\n{self.output[-2000:].strip() or '(no output)'}"
 
 
@@ -364,7 +376,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def worker_env(jax_cache: str | os.PathLike | None = None, **extra: str) -> dict[str, str]:
     """This process's environment, the checkout importable, JAX's persistent compile cache set if given."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     if jax_cache:
         env |= {
             "JAX_COMPILATION_CACHE_DIR": str(jax_cache),
