@@ -1,4 +1,4 @@
-"""Cross-checks: gymjax, Stable-Baselines3 and the torch agent computing the same numbers from identical data.
+"""Cross-checks: gymjax, Stable-Baselines3 and a torch loop computing the same numbers from identical data.
 
 One rollout (fixed seed, fixed random actions, a fixed value function) is
 collected from the gymjax VectorEnv, and in lockstep from the SB3 adapter. Then:
@@ -6,7 +6,8 @@ collected from the gymjax VectorEnv, and in lockstep from the SB3 adapter. Then:
 - **GAE**: gymjax's :func:`~gymjax.trainers.gae.compute_gae` (``"standard"``),
   SB3's own ``RolloutBuffer.compute_returns_and_advantage`` fed as SB3's
   ``collect_rollouts`` feeds it (timeouts: ``reward += gamma * V(terminal_observation)``
-  where ``TimeLimit.truncated``), and the torch agent's ``compute_gae_torch`` must agree.
+  where ``TimeLimit.truncated``), and :func:`compute_gae_torch`, a plain time loop in torch (the
+  GAE the example torch agent, ``examples/torch_ppo.py``, trains with), must agree.
   How ``"brax"`` mode differs is reported as numbers, and where it must agree
   (lambda = 1, truncations masked the same way) it is checked.
 - **Episode metrics**: gymjax's native ``final_metrics``, SB3's ``VecMonitor``
@@ -20,10 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 TOLERANCE = 1e-5
 
@@ -58,6 +62,50 @@ class Rollout:
     sb3_dones: np.ndarray
     sb3_infos: list[list[dict[str, Any]]]
     episodes: dict[str, list[tuple[int, int, float, int]]]  # source -> (env, step, return, length)
+
+
+def compute_gae_torch(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    terminations: torch.Tensor,
+    truncations: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation (Schulman et al. 2016), time-major, as a plain loop over
+    time: the reference gymjax's scanned :func:`~gymjax.trainers.gae.compute_gae` is held to.
+
+    Args:
+        rewards: ``[T, B]`` reward of step ``t``.
+        values: ``[T, B]`` value of the observation step ``t`` acted on.
+        next_values: ``[T, B]`` value of the observation step ``t`` reached: for a
+            step that ended an episode, the final observation's (not the reset's).
+        terminations: ``[T, B]`` bool (or 0/1), step ``t`` reached a terminal state:
+            nothing is bootstrapped.
+        truncations: ``[T, B]`` bool (or 0/1), step ``t`` was cut by the time limit:
+            bootstrapped from ``next_values[t]``.
+        gamma, gae_lambda: discount and GAE's lambda.
+
+    Returns:
+        ``(advantages, returns)``, both ``[T, B]``, ``returns = advantages + values``.
+
+    ``delta_t = r_t + gamma * (1 - term_t) * next_values_t - values_t`` and
+    ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}``, ``done = term | trunc``:
+    the recursion never crosses an episode end, the bootstrap only skips terminals.
+    """
+    import torch  # the sb3 extra's: gymjax itself never needs torch
+
+    terminations, truncations = terminations.bool(), truncations.bool()
+    not_terminal = (~terminations).to(rewards.dtype)
+    not_done = (~(terminations | truncations)).to(rewards.dtype)
+    deltas = rewards + gamma * not_terminal * next_values - values
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        last = deltas[t] + gamma * gae_lambda * not_done[t] * last
+        advantages[t] = last
+    return advantages, advantages + values
 
 
 def value_function(obs_dim: int, seed: int):
@@ -160,7 +208,6 @@ def run(env_id: str = "JaxCartPole-v0", num_envs: int = 4, steps: int = 64, max_
     import torch
 
     from gymjax.trainers.gae import compute_gae
-    from gymjax.trainers.torch_ppo import compute_gae_torch
 
     rollout = collect(env_id, num_envs, steps, max_episode_steps, seed, **env_kwargs)
     probe = gymnasium.make(env_id, **env_kwargs)

@@ -6,7 +6,7 @@
   evaluated or rendered to a video. (These three: :mod:`gymjax.cli.run`.)
 - ``gymjax crosscheck``: GAE and episode metrics computed by gymjax, SB3 and
   the torch agent on one rollout; exits non-zero on a mismatch
-  (:mod:`gymjax.cli.crosscheck`).
+  (:mod:`gymjax.cli.checks`).
 - ``gymjax demo``: steps a vector env with random actions, prints throughput
   and writes a short video of one env (:mod:`gymjax.cli.demo`).
 
@@ -24,13 +24,13 @@ import sys
 import jax
 
 import gymjax  # noqa: F401  (registers the ids with Gymnasium)
-from gymjax.cli import common, crosscheck, demo, run
+from gymjax.cli import checks, common, demo, run
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = common.Parser(prog="gymjax", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (run, crosscheck, demo):
+    for module in (run, checks, demo):
         module.add_commands(commands)
 
     argv = sys.argv[1:] if argv is None else list(argv)

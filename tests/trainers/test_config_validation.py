@@ -1,12 +1,16 @@
-"""PPOConfig refuses bad values with an error naming the field, before any work starts."""
+"""PPOConfig refuses bad values with an error naming the field, before any work starts; a resumed
+run may change every field but those its saved arrays depend on."""
 
 import copy
+import dataclasses
 import time
 
 import numpy as np
 import pytest
 
-from gymjax.trainers.ppo import PPOConfig, PPOTrainer
+from gymjax.core.env import STATE_LAYOUT
+from gymjax.trainers.checkpoint import IncompatibleCheckpoint
+from gymjax.trainers.ppo import PPOConfig, PPOTrainer, SavedMeta, resume
 
 BAD = [
     # (field, value, words the message must hold)
@@ -93,3 +97,52 @@ def test_agent_episode_length_counts_agent_steps_rounded_up():
     no_limit.max_episode_steps = None
     with pytest.raises(ValueError, match="has no time limit; set PPOConfig.episode_length"):
         PPOConfig().agent_episode_length(no_limit)
+
+
+# Another valid value of each field a resumed run must keep: a field newly marked
+# resume="fixed" fails the test below until it is given one here.
+OTHER_FIXED_VALUE = {
+    "num_envs": 8,  # the env state and the return statistics are [num_envs, ...]
+    "policy_hidden_sizes": (32,),  # the parameters' shapes
+    "value_hidden_sizes": (32, 32, 32),
+    "activation": "relu",  # the same parameters would mean another function
+    "policy_distribution": "normal",
+}
+# Fields a resumed run may change, with another value each.
+FREE_CHANGES = [
+    ("num_timesteps", 5_000_000),  # gymjax train --resume --timesteps
+    ("learning_rate", 1e-3),
+    ("entropy_cost", 0.0),
+    ("seed", 7),
+    ("num_evals", 3),
+    ("normalize_rewards", True),
+    ("save_every_epochs", 5),
+]
+
+
+def _meta(config: PPOConfig) -> SavedMeta:
+    """A CartPole checkpoint's metadata, as a trainer of ``config`` writes it."""
+    return SavedMeta(
+        config=config, env_steps=0, epoch=0, elapsed_s=0.0, num_devices=1, num_processes=1, obs_size=4,
+        action_space={"type": "Discrete", "n": 2}, env_id="JaxCartPole-v0", state_layout=STATE_LAYOUT, run_id=None,
+    )
+
+
+def test_the_fields_fixed_on_resume_are_those_the_saved_arrays_depend_on():
+    assert {f.metadata["resume"] for f in dataclasses.fields(PPOConfig)} == {"free", "fixed"}
+    assert set(resume.FIXED_FIELDS) == set(OTHER_FIXED_VALUE)
+    assert not {name for name, _ in FREE_CHANGES} & set(resume.FIXED_FIELDS)
+
+
+@pytest.mark.parametrize("name", resume.FIXED_FIELDS)
+def test_changing_a_fixed_field_on_resume_is_refused(name):
+    changed = PPOConfig(**{name: OTHER_FIXED_VALUE[name]})
+    with pytest.raises(IncompatibleCheckpoint, match=rf"cannot resume: the checkpoint has {name}=.*, this config"):
+        resume.check_compatible(_meta(PPOConfig()), _meta(changed), "JaxCartPole-v0")
+
+
+@pytest.mark.parametrize("name, value", FREE_CHANGES, ids=[name for name, _ in FREE_CHANGES])
+def test_changing_a_free_field_on_resume_is_allowed(name, value):
+    changed = PPOConfig(**{name: value})
+    assert getattr(changed, name) != getattr(PPOConfig(), name)
+    resume.check_compatible(_meta(PPOConfig()), _meta(changed), "JaxCartPole-v0")

@@ -18,9 +18,13 @@ from typing import Any, Literal
 from gymjax.trainers.gae import GAE_MODES
 
 
-def _field(default: Any, help: str, check: str = "any") -> Any:
-    """A documented field; ``check`` names its range in :data:`RANGES` (types come from the hints)."""
-    return dataclasses.field(default=default, metadata={"help": help, "check": check})
+def _field(default: Any, help: str, check: str = "any", resume: Literal["free", "fixed"] = "free") -> Any:
+    """A documented field; ``check`` names its range in :data:`RANGES` (types come from the hints).
+
+    ``resume="fixed"``: a run saved with one value cannot continue with another, because the
+    saved arrays' shapes or meaning depend on it (:mod:`gymjax.trainers.ppo.resume` refuses it).
+    """
+    return dataclasses.field(default=default, metadata={"help": help, "check": check, "resume": resume})
 
 
 # The ranges a number field may be given, by name: (test, what the error message says).
@@ -90,7 +94,9 @@ class PPOConfig:
 
     # -- budget and batch ---------------------------------------------------
     num_timesteps: int = _field(1_000_000, "environment steps to train for (action repeats counted)", check="positive")
-    num_envs: int = _field(256, "parallel envs, over all devices (a multiple of the device count)", check="positive")
+    num_envs: int = _field(
+        256, "parallel envs, over all devices (a multiple of the device count)", check="positive", resume="fixed"
+    )
     unroll_length: int = _field(32, "agent steps per env per iteration", check="positive")
     num_minibatches: int = _field(8, "minibatches per pass over an iteration's data", check="positive")
     update_epochs: int = _field(4, "SGD passes over each iteration's data", check="positive")
@@ -124,13 +130,14 @@ class PPOConfig:
     action_repeat: int = _field(1, "env steps per agent step", check="positive")
     episode_length: int | None = _field(None, "time limit in env steps (default: the env's own)", check="positive")
     # -- networks -------------------------------------------------------------
-    policy_hidden_sizes: tuple[int, ...] = _field((64, 64), "policy MLP hidden layer sizes")
-    value_hidden_sizes: tuple[int, ...] = _field((64, 64), "value MLP hidden layer sizes")
-    activation: Literal["tanh", "relu", "swish", "elu"] = _field("tanh", "hidden activation")
+    policy_hidden_sizes: tuple[int, ...] = _field((64, 64), "policy MLP hidden layer sizes", resume="fixed")
+    value_hidden_sizes: tuple[int, ...] = _field((64, 64), "value MLP hidden layer sizes", resume="fixed")
+    activation: Literal["tanh", "relu", "swish", "elu"] = _field("tanh", "hidden activation", resume="fixed")
     policy_distribution: Literal["tanh_normal", "normal"] = _field(
         "tanh_normal",
         "Box actions: tanh_normal (a tanh-squashed normal scaled to the bounds, as Brax) | normal "
         "(a normal with a state-independent log std, its sample clipped to the bounds, as SB3 and CleanRL)",
+        resume="fixed",
     )
     log_std_init: float = _field(0.0, "initial log std of the normal policy (policy_distribution=normal)", check="finite")
     # -- evaluation and logging -----------------------------------------------

@@ -2,10 +2,10 @@
 
 :class:`PPOTrainer` owns the compiled pieces (epoch, evaluation) and the
 host-side bookkeeping; :func:`train` is the loop most users call. Data-parallel
-with ``shard_map`` over every device of every process (see
-:mod:`gymjax.trainers.distributed`): each device steps ``num_envs / D`` envs,
-gradients and observation/reward statistics are averaged across devices, and
-the parameters stay identical on every device.
+over every device of every process (:mod:`gymjax.trainers.ppo.sharding`): each
+device steps ``num_envs / D`` envs, gradients and observation/reward statistics
+are averaged across devices, and the parameters stay identical on every device.
+What a resumed run may change is :mod:`gymjax.trainers.ppo.resume`'s to say.
 """
 
 from __future__ import annotations
@@ -24,16 +24,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import struct
-from jax.flatten_util import ravel_pytree
 from tqdm import tqdm
 
 from gymjax import envs
-from gymjax.core import Env, State
+from gymjax.core import Env
 from gymjax.core.env import STATE_LAYOUT
 from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
-from gymjax.trainers.ppo import acting, memory
+from gymjax.trainers.ppo import acting, memory, resume
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers import distributed, reference
 from gymjax.trainers.ppo.config import PPOConfig
@@ -48,10 +46,9 @@ from gymjax.trainers.ppo.networks import (
 from gymjax.trainers.ppo.normalization import RewardNormalizer, normalize_rewards
 from gymjax.trainers.ppo.normalization import update as update_stats
 from gymjax.trainers.ppo.saved import SavedMeta, SavedState
+from gymjax.trainers.ppo.sharding import AXIS, DeviceMesh, TrainingState, pmean_tree, read_replicated
 from gymjax.trainers.stopping import TrainingStopped, stop_on_signals
 from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
-
-AXIS = "devices"
 
 ProgressFn = Callable[[int, Metrics], None]
 PolicyParamsFn = Callable[[int, Callable[..., Any], PolicyParams], None]
@@ -59,17 +56,6 @@ PolicyParamsFn = Callable[[int, Callable[..., Any], PolicyParams], None]
 
 class TrainingDiverged(FloatingPointError):
     """The loss or the parameters stopped being finite; the last good checkpoint is kept."""
-
-
-@struct.dataclass
-class TrainingState:
-    """What one device carries from iteration to iteration (all ``[D, ...]`` across devices)."""
-
-    params: PPOParams
-    opt_state: optax.OptState
-    env_state: State
-    reward_norm: RewardNormalizer  # carried (and checkpointed) whether or not normalize_rewards is on
-    key: jax.Array
 
 
 @dataclasses.dataclass
@@ -91,42 +77,6 @@ class Run:
         return Progress(self.epoch, self.env_steps, num_epochs)
 
 
-def _unreplicate(tree):
-    return jax.tree.map(lambda x: x[0], tree)
-
-
-def _pmean_tree(tree):
-    """The mean over devices of every leaf, as ONE all-reduce of the flattened tree (an all-reduce
-    per leaf would cost a round trip each across processes)."""
-    flat, unflatten = ravel_pytree(tree)
-    return unflatten(jax.lax.pmean(flat, AXIS))
-
-
-def _local(tree):
-    """The first local device's block of every ``[D, ...]`` leaf: a replicated value (params, metrics),
-    read without touching other processes' devices."""
-    return jax.tree.map(lambda x: np.asarray(x.addressable_shards[0].data)[0], tree)
-
-
-def _whole(tree):
-    """Every ``[D, ...]`` leaf whole, on the host; with several processes, gathered into each."""
-    if jax.process_count() == 1:
-        return jax.device_get(tree)
-    from jax.experimental import multihost_utils
-
-    return multihost_utils.process_allgather(tree, tiled=True)
-
-
-def _on_one_device(fn):
-    """``fn`` over one device's slice: ``shard_map`` hands each device a ``[1, ...]`` block."""
-
-    def block_fn(block):
-        out = fn(_unreplicate(block))
-        return jax.tree.map(lambda x: x[None], out)
-
-    return block_fn
-
-
 class PPOTrainer:
     """Builds the networks, optimizer and compiled functions for one config and env."""
 
@@ -143,9 +93,9 @@ class PPOTrainer:
         if config.reference_episodes:
             reference.reference_id(self.env_id)  # refused now, not at the first evaluation
         eval_env = envs.make(eval_env) if isinstance(eval_env, str) else eval_env
-        self.devices = jax.devices()  # every process's: the mesh spans them all
-        config.check_batch_split(len(self.devices))
-        self.envs_per_device = config.num_envs // len(self.devices)
+        self.mesh = DeviceMesh(jax.devices())
+        config.check_batch_split(self.mesh.size)
+        self.envs_per_device = config.num_envs // self.mesh.size
 
         self.agent_episode_length = config.agent_episode_length(self.env)
         self.train_env = wrap_for_training(
@@ -171,20 +121,7 @@ class PPOTrainer:
         local_envs = self.envs_per_device * len(jax.local_devices())
         memory.check_fits(config, self.env, obs_shape[0], int(np.prod(action_shape)), local_envs)
         self.optimizer = self._make_optimizer()
-        self.mesh = jax.make_mesh(
-            (len(self.devices),), (AXIS,), axis_types=(jax.sharding.AxisType.Auto,), devices=self.devices
-        )
-        self.sharding = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec(AXIS))
-        per_device = jax.shard_map(
-            _on_one_device(self._epoch_fn),
-            mesh=self.mesh,
-            in_specs=jax.sharding.PartitionSpec(AXIS),
-            out_specs=jax.sharding.PartitionSpec(AXIS),
-            # Envs create per-step constants (zero rewards at reset, ...) that
-            # are not marked device-varying; the replication check would reject them.
-            check_vma=False,
-        )
-        self._epoch = jax.jit(per_device, donate_argnums=0)
+        self._epoch = jax.jit(self.mesh.per_device(self._epoch_fn), donate_argnums=0)
         self._evaluate = jax.jit(self._evaluate_fn)
         self._act = jax.jit(lambda params, obs: self.networks.make_policy(params, deterministic=True)(obs, None)[0])
 
@@ -203,7 +140,7 @@ class PPOTrainer:
 
     def init(self, run_id: str | None = None) -> Run:
         """A fresh run: new parameters, optimizer state and envs, from ``config.seed``."""
-        state = self._replicate(self._fresh(jax.random.PRNGKey(self.config.seed), len(self.devices)))
+        state = self.mesh.place(self._fresh(jax.random.PRNGKey(self.config.seed), self.mesh.size))
         return Run(state=state, run_id=run_id or ckpt.new_run_id())
 
     def _fresh(self, key: jax.Array, num_devices: int) -> SavedState:
@@ -217,46 +154,6 @@ class PPOTrainer:
         keys = jax.random.split(train_key, num_devices)
         return SavedState(params=params, opt_state=opt_state, env_state=env_state, reward_norm=reward_norm, keys=keys)
 
-    def _replicate(self, saved: SavedState) -> TrainingState:
-        """A :class:`SavedState` -> one :class:`TrainingState` laid out ``[D, ...]``, one slice per device.
-
-        Per-env leaves (``[num_envs, ...]``) are split over the devices; the rest is replicated.
-        The inverse of :meth:`_gather`.
-        """
-        d = len(self.devices)
-
-        def put(x):
-            # Each process hands over only the blocks of its own devices.
-            x = np.asarray(x)
-            return jax.make_array_from_callback(x.shape, self.sharding, lambda index: x[index])
-
-        # explicit sizes, not -1: some mjx.Data fields are empty ([N, 0])
-        shard = lambda tree: jax.tree.map(lambda x: put(np.reshape(x, (d, x.shape[0] // d) + x.shape[1:])), tree)  # noqa: E731
-        replicate = lambda tree: jax.tree.map(lambda x: put(np.broadcast_to(x, (d,) + np.shape(x))), tree)  # noqa: E731
-        norm = saved.reward_norm
-        return TrainingState(
-            params=replicate(saved.params),
-            opt_state=replicate(saved.opt_state),
-            env_state=shard(saved.env_state),
-            reward_norm=RewardNormalizer(returns=shard(norm.returns), stats=replicate(norm.stats)),
-            key=put(saved.keys),
-        )
-
-    def _gather(self, state: TrainingState) -> SavedState:
-        """The run's ``[D, ...]`` state whole on the host, in the checkpoint layout (a collective:
-        every process calls it). The inverse of :meth:`_replicate`."""
-        state = _whole(state)
-        # [D, B / D] -> [B]: one layout whatever the device count
-        merge = lambda tree: jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), tree)  # noqa: E731
-        norm = state.reward_norm
-        return SavedState(
-            params=_unreplicate(state.params),
-            opt_state=_unreplicate(state.opt_state),
-            env_state=merge(state.env_state),
-            reward_norm=RewardNormalizer(returns=merge(norm.returns), stats=_unreplicate(norm.stats)),
-            keys=state.key,
-        )
-
     # -- the compiled epoch ----------------------------------------------------------
 
     def _epoch_fn(self, state: TrainingState) -> tuple[TrainingState, Metrics]:
@@ -265,7 +162,7 @@ class PPOTrainer:
         # One all-reduce for the sums and one for the means: across processes each costs a round trip.
         sums = [metrics.pop(k).sum().astype(jnp.float32) for k in ("episodes", "episode_return_sum", "episode_length_sum")]
         episodes, returns, lengths = jax.lax.psum(jnp.stack(sums), AXIS)
-        out = _pmean_tree({k: v.mean() for k, v in metrics.items()})
+        out = pmean_tree({k: v.mean() for k, v in metrics.items()})
         out["train/episodes"] = episodes
         out["train/episode_return"] = jnp.where(episodes > 0, returns / jnp.maximum(episodes, 1), jnp.nan)
         out["train/episode_length"] = jnp.where(episodes > 0, lengths / jnp.maximum(episodes, 1), jnp.nan)
@@ -322,7 +219,7 @@ class PPOTrainer:
             trainable, opt_state, key = carry
             key, loss_key = jax.random.split(key)
             grads, metrics = jax.grad(loss_fn, has_aux=True)(trainable, batch, loss_key)
-            grads = _pmean_tree(grads)  # the only all-reduce of an SGD step; metrics wait for the epoch's
+            grads = pmean_tree(grads)  # the only all-reduce of an SGD step; metrics wait for the epoch's
             updates, opt_state = self.optimizer.update(grads, opt_state, trainable)
             return (optax.apply_updates(trainable, updates), opt_state, key), metrics
 
@@ -388,7 +285,7 @@ class PPOTrainer:
         """Runs one compiled epoch, advances ``run`` in place and returns host metrics."""
         start = time.perf_counter()
         run.state, metrics = self._epoch(run.state)
-        metrics = _local(metrics)
+        metrics = read_replicated(metrics)
         elapsed = time.perf_counter() - start
         run.env_steps += self.config.env_steps_per_epoch
         run.epoch += 1
@@ -404,67 +301,43 @@ class PPOTrainer:
         return out
 
     def policy_params(self, run: Run) -> PolicyParams:
-        return _local(run.state.params).policy_params()
+        return read_replicated(run.state.params).policy_params()
 
     # -- checkpoints -----------------------------------------------------------------
 
     def to_checkpoint(self, run: Run, hook_state: dict[str, Any] | None = None) -> ckpt.Checkpoint:
         """``run`` as a checkpoint's items (a collective: every process calls it); ``hook_state``:
         :meth:`Hooks.state_dict <gymjax.trainers.hooks.Hooks.state_dict>`, None for no hooks item."""
-        saved = self._gather(run.state)
-        meta = SavedMeta(
+        saved = self.mesh.gather(run.state)
+        meta = self._meta(run.env_steps, run.epoch, run.elapsed_s, run.run_id)
+        return ckpt.Checkpoint(state=saved, policy=saved.policy, meta=meta.to_json(), hooks=hook_state)
+
+    def _meta(
+        self, env_steps: int = 0, epoch: int = 0, elapsed_s: float = 0.0, run_id: str | None = None
+    ) -> SavedMeta:
+        """What this trainer's checkpoint of a run with these counters says; with none, what a saved
+        run is compared with on resume."""
+        return SavedMeta(
             config=self.config,
-            env_steps=run.env_steps,
-            epoch=run.epoch,
-            elapsed_s=run.elapsed_s,
-            num_devices=len(self.devices),
+            env_steps=env_steps,
+            epoch=epoch,
+            elapsed_s=elapsed_s,
+            num_devices=self.mesh.size,
             num_processes=jax.process_count(),
             obs_size=self.networks.obs_size,
             action_space=describe_action_space(self.env.action_space),
             env_id=self.env_id,
             state_layout=STATE_LAYOUT,
-            run_id=run.run_id,
+            run_id=run_id,
         )
-        return ckpt.Checkpoint(state=saved, policy=saved.policy, meta=meta.to_json(), hooks=hook_state)
 
     def check_compatible(self, meta: SavedMeta) -> None:
-        """Refuses a checkpoint this trainer cannot continue (another env, spaces or network shape).
+        """Refuses a checkpoint this trainer cannot continue (another env, spaces or network shape):
+        :func:`gymjax.trainers.ppo.resume.check_compatible`.
 
         Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
         """
-        if meta.state_layout != STATE_LAYOUT:
-            raise ckpt.IncompatibleCheckpoint(
-                f"cannot resume: the checkpoint was written by an earlier gymjax whose env state had another "
-                f"layout ({meta.state_layout}; this gymjax's is {STATE_LAYOUT}). Its policy still loads (gymjax eval, "
-                "gymjax render, load_policy); to train on, start a new run"
-            )
-        saved = meta.config
-        for name in ("num_envs", "policy_hidden_sizes", "value_hidden_sizes", "activation", "policy_distribution"):
-            if getattr(saved, name) != getattr(self.config, name):
-                raise ckpt.IncompatibleCheckpoint(
-                    f"cannot resume: the checkpoint has {name}={getattr(saved, name)!r}, this config "
-                    f"{getattr(self.config, name)!r}"
-                )
-        env_name = self.env_id or type(self.env).__name__
-        if meta.env_id and self.env_id and meta.env_id != self.env_id:
-            raise ckpt.IncompatibleCheckpoint(f"cannot resume: the checkpoint was trained on {meta.env_id}, not {self.env_id}")
-        if meta.obs_size != self.networks.obs_size:
-            raise ckpt.IncompatibleCheckpoint(
-                f"cannot resume: the checkpoint's policy takes {meta.obs_size} observations, {env_name} gives "
-                f"{self.networks.obs_size}"
-            )
-        action_space = describe_action_space(self.env.action_space)
-        if meta.action_space != action_space:
-            raise ckpt.IncompatibleCheckpoint(
-                f"cannot resume: the checkpoint's action space is {meta.action_space}, {env_name}'s {action_space}"
-            )
-        if meta.num_devices != len(self.devices):
-            warnings.warn(
-                f"the checkpoint was written on {meta.num_devices} device(s), this process has "
-                f"{len(self.devices)}: training continues with new PRNG streams per device, so it will not "
-                f"reproduce a run that kept {meta.num_devices}",
-                stacklevel=3,
-            )
+        resume.check_compatible(meta, self._meta(), self.env_id or type(self.env).__name__)
 
     def checkpoint_targets(self, num_devices: int) -> tuple[SavedState, PolicyParams]:
         """The structures a checkpoint of a run on ``num_devices`` devices restores into:
@@ -482,12 +355,12 @@ class PPOTrainer:
 
         checkpoint = ckpt.restore(path, targets=targets)
         saved: SavedState = checkpoint.state
-        if saved.keys.shape[0] != len(self.devices):
+        if saved.keys.shape[0] != self.mesh.size:
             # A different device count cannot continue the same key streams.
-            saved = saved.replace(keys=jax.random.split(jnp.asarray(saved.keys)[0], len(self.devices)))
+            saved = saved.replace(keys=jax.random.split(jnp.asarray(saved.keys)[0], self.mesh.size))
         meta = SavedMeta.from_json(checkpoint.meta)
         return Run(
-            self._replicate(saved),
+            self.mesh.place(saved),
             meta.env_steps,
             meta.epoch,
             meta.elapsed_s,

@@ -1,4 +1,6 @@
-"""``gymjax crosscheck``: the options of :mod:`gymjax.crosscheck` and its report; exit status 1 on any mismatch."""
+"""``gymjax crosscheck``: the options of :mod:`gymjax.crosscheck` and its report; exit status 1 on any mismatch.
+
+Named for what the command does, not after the library module it parses for: one module per name."""
 
 from __future__ import annotations
 

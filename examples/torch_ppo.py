@@ -8,8 +8,8 @@ is bootstrapped from the value of its final observation (``info["final_obs"]`` o
 :class:`~gymjax.wrappers.torch.TorchVectorEnv`), where CleanRL treats it as terminal.
 Not included: CleanRL's observation and reward normalization wrappers.
 
-    python -m gymjax.trainers.torch_ppo --env-id JaxCartPole-v0
-    python -m gymjax.trainers.torch_ppo --env-id JaxAnt-v0 --num-envs 64 --num-steps 64 \\
+    python examples/torch_ppo.py --env-id JaxCartPole-v0
+    python examples/torch_ppo.py --env-id JaxAnt-v0 --num-envs 64 --num-steps 64 \\
         --total-timesteps 2000000 --learning-rate 3e-4 --update-epochs 10 --num-minibatches 32 \\
         --ent-coef 0 --no-anneal-lr
 """
@@ -30,6 +30,8 @@ import torch
 from torch import nn
 from torch.distributions import Categorical, Distribution, Normal
 
+# The torch GAE that `gymjax crosscheck` holds gymjax's and SB3's to.
+from gymjax.crosscheck import compute_gae_torch
 from gymjax.wrappers.torch import TorchVectorEnv
 
 
@@ -93,47 +95,6 @@ class Args:
     @property
     def num_iterations(self) -> int:
         return self.total_timesteps // self.batch_size
-
-
-def compute_gae_torch(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    next_values: torch.Tensor,
-    terminations: torch.Tensor,
-    truncations: torch.Tensor,
-    gamma: float,
-    gae_lambda: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generalized advantage estimation (Schulman et al. 2016), time-major.
-
-    Args:
-        rewards: ``[T, B]`` reward of step ``t``.
-        values: ``[T, B]`` value of the observation step ``t`` acted on.
-        next_values: ``[T, B]`` value of the observation step ``t`` reached: for a
-            step that ended an episode, the final observation's (not the reset's).
-        terminations: ``[T, B]`` bool (or 0/1), step ``t`` reached a terminal state:
-            nothing is bootstrapped.
-        truncations: ``[T, B]`` bool (or 0/1), step ``t`` was cut by the time limit:
-            bootstrapped from ``next_values[t]``.
-        gamma, gae_lambda: discount and GAE's lambda.
-
-    Returns:
-        ``(advantages, returns)``, both ``[T, B]``, ``returns = advantages + values``.
-
-    ``delta_t = r_t + gamma * (1 - term_t) * next_values_t - values_t`` and
-    ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}``, ``done = term | trunc``:
-    the recursion never crosses an episode end, the bootstrap only skips terminals.
-    """
-    terminations, truncations = terminations.bool(), truncations.bool()
-    not_terminal = (~terminations).to(rewards.dtype)
-    not_done = (~(terminations | truncations)).to(rewards.dtype)
-    deltas = rewards + gamma * not_terminal * next_values - values
-    advantages = torch.zeros_like(rewards)
-    last = torch.zeros_like(rewards[0])
-    for t in reversed(range(rewards.shape[0])):
-        last = deltas[t] + gamma * gae_lambda * not_done[t] * last
-        advantages[t] = last
-    return advantages, advantages + values
 
 
 def layer_init(layer: nn.Linear, std: float = math.sqrt(2), bias: float = 0.0) -> nn.Linear:
