@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gymjax.core import State
-from gymjax.envs.classic import CartPole, Pendulum
+from gymjax.envs.classic import CartPole, CartPoleState, Pendulum
 from gymjax.wrappers import (
     ActionRepeat,
     AutoReset,
@@ -45,7 +45,8 @@ def test_terminated_and_truncated_both_set_on_the_last_step():
     env = EpisodeWrapper(CartPole(), max_episode_steps=4)
     state = env.reset(jax.random.PRNGKey(0))
     state = state.replace(
-        env_state=jnp.array([2.39, 5.0, 0.0, 0.0]), episode=state.episode.replace(episode_length=jnp.int32(3))
+        env_state=CartPoleState.from_vector([2.39, 5.0, 0.0, 0.0]),
+        episode=state.episode.replace(episode_length=jnp.int32(3)),
     )
     state = env.step(state, 1)
     assert bool(state.terminated) and bool(state.truncated)
@@ -160,7 +161,7 @@ def test_randomization_gives_each_env_its_params_and_redraws_at_reset():
 def test_randomized_params_reach_the_dynamics():
     env = DomainRandomization(CartPole(), _scale_pole)
     state = env.reset(jax.random.PRNGKey(0))
-    state = state.replace(env_state=jnp.array([0.0, 0.0, 0.1, 0.0]))
+    state = state.replace(env_state=CartPoleState.from_vector([0.0, 0.0, 0.1, 0.0]))
     masspole = state.randomized["masspole"]
     out = env.step(state, 1)
     by_hand = CartPole().step(state, 1, CartPole().default_params.replace(masspole=masspole))
