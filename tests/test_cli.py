@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 
+import imageio_ffmpeg
 import pytest
 
 from gymjax.cli import main
@@ -76,12 +77,20 @@ def test_help_documents_config_fields(capsys):
 
 def test_demo_steps_and_writes_a_video(tmp_path, capsys):
     out = tmp_path / "demo"
+    # the run directory's writer: a link planted at the video's path is replaced, never written through
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"kept")
+    (out / "JaxCartPole-v0.mp4").symlink_to(victim)
     assert main(["demo", "--env", "JaxCartPole-v0", "--num-envs", "4", "--steps", "5", "--video-steps", "3",
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert re.search(r"^20 env steps in [\d.]+ s: [\d,]+ steps/s", text, re.MULTILINE), text
-    assert (out / "JaxCartPole-v0.mp4").stat().st_size > 0
-    assert f"video: {out / 'JaxCartPole-v0.mp4'}" in text
+    video = out / "JaxCartPole-v0.mp4"
+    assert not video.is_symlink() and victim.read_bytes() == b"kept"
+    assert imageio_ffmpeg.count_frames_and_secs(str(video))[0] == 3
+    assert sorted(p.name for p in out.iterdir()) == ["JaxCartPole-v0.mp4"]  # no temporary left
+    assert f"video: {video}" in text
 
 
 def test_demo_takes_env_options_and_refuses_wrong_ones(tmp_path, capsys):

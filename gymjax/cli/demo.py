@@ -12,6 +12,7 @@ import numpy as np
 from tqdm import tqdm
 
 from gymjax.cli import common
+from gymjax.trainers import artifacts
 
 # Random actions drawn once and cycled: sampling a fresh batch every step would time NumPy, not the env.
 ACTION_BATCHES = 8
@@ -48,20 +49,22 @@ def demo_command(args: argparse.Namespace) -> int:
 
 
 def write_video(env_id: str, env_kwargs: dict[str, Any], path: pathlib.Path, steps: int, seed: int) -> None:
-    """``steps`` frames of one env under random actions, reset whenever an episode ends."""
-    import imageio.v2 as imageio
-
+    """``steps`` frames of one env under random actions, reset whenever an episode ends; a video that
+    cannot be written whole (a full disk) is a one-line error and leaves ``path`` as it was."""
     env = gymnasium.make(env_id, render_mode="rgb_array", width=320, height=240, **env_kwargs)
     env.reset(seed=seed)
     env.action_space.seed(seed)
-    fps = env.metadata.get("render_fps", 20)
-    with imageio.get_writer(path, fps=fps, macro_block_size=8) as writer:
-        for _ in tqdm(range(steps), desc="rendering", unit="frame"):
-            writer.append_data(env.render())
-            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            if terminated or truncated:
-                env.reset()
-    env.close()
+    try:
+        with artifacts.video_writer(path, env.metadata.get("render_fps", 20)) as append:
+            for _ in tqdm(range(steps), desc="rendering", unit="frame"):
+                append(env.render())
+                _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                if terminated or truncated:
+                    env.reset()
+    except OSError as e:
+        raise SystemExit(f"could not write the video {path}: {e.strerror or e}") from None
+    finally:
+        env.close()
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

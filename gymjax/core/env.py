@@ -23,8 +23,9 @@ Params = TypeVar("Params")
 # The version of State's pytree layout. Checkpoints of a training run carry the env's state,
 # so they record it: a run saved under another layout cannot resume (its policy still loads).
 # 1: wrapper bookkeeping in info and metrics (to gymjax 0.1's issue 12); 2: typed fields;
-# 3: the C engine's physics state holds the MjData fields its env declares, and residuals.
-STATE_LAYOUT = 3
+# 3: the C engine's physics state holds the MjData fields its env declares, and residuals;
+# 4: the classic envs' physics state has named fields (gymjax.envs.classic.state), not one array.
+STATE_LAYOUT = 4
 
 
 @struct.dataclass
@@ -69,7 +70,7 @@ class State:
     carries through untouched.
 
     Attributes:
-        env_state: the dynamics state (``mjx.Data``, or an array for classic envs).
+        env_state: the dynamics state (``mjx.Data``, or a typed dataclass for classic envs).
         obs: observation, float32 ``[obs_dim]``.
         reward: float32 scalar.
         terminated: bool scalar, the MDP reached a terminal state.

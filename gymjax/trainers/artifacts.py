@@ -1,5 +1,5 @@
 """What a training run leaves in its run directory besides checkpoints: a learning-curve
-PNG and a video of a policy.
+PNG and a video of a policy; and the one video writer (``gymjax demo`` writes its video with it).
 
 Run directory layout (written by ``gymjax train``)::
 
@@ -18,7 +18,7 @@ import math
 import os
 import pathlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -93,35 +93,61 @@ def record_video(
 ) -> tuple[pathlib.Path, float]:
     """Plays one episode of ``env`` (unbatched, time-limited) with ``policy`` and writes an mp4.
 
-    Returns the path and the episode's return. The video replaces ``path`` only once it is
-    complete; one that ffmpeg could not finish (a full disk) raises ``OSError`` and leaves ``path``
-    as it was.
+    Returns the path and the episode's return. Written by :func:`video_writer`: whole or not at all
+    (a full disk raises ``OSError`` and leaves ``path`` as it was).
     """
-    import imageio.v2 as imageio
-
     reset = jax.jit(env.reset)
     step = jax.jit(lambda state: env.step(state, policy(state.obs)))
     state = reset(jax.random.PRNGKey(seed))
-    fps = env.metadata.get("render_fps", 30)
-    total, frames = 0.0, 0
+    total = 0.0
+    with video_writer(path, env.metadata.get("render_fps", 30)) as append:
+        for _ in tqdm(range(max_steps), desc="rendering", unit="frame", leave=False):
+            append(env.render(state, width=width, height=height))
+            state = step(state)
+            total += float(state.reward)
+            if bool(state.terminated | state.truncated):
+                append(env.render(state, width=width, height=height))
+                break
+    return pathlib.Path(path), total
+
+
+class _FfmpegDied(Exception):
+    """An append failed: ffmpeg is gone, and what it wrote tells why."""
+
+
+@contextlib.contextmanager
+def video_writer(path: str | os.PathLike, fps: float) -> Iterator[Callable[[Any], None]]:
+    """Yields ``append(frame)``, which adds an ``[H, W, 3]`` uint8 frame to an mp4 written at ``path``;
+    every video gymjax writes goes through it.
+
+    The video replaces ``path`` only once it is complete and every frame reads back (through
+    :func:`gymjax.trainers.files.replaced`: no link followed, never half-written). One that ffmpeg
+    could not finish (a full disk) raises ``OSError`` naming the cause and leaves ``path`` as it was.
+    """
+    import imageio.v2 as imageio
+
     path = pathlib.Path(path)
+    frames = 0
     with files.replaced(path) as tmp, _forking_ffmpeg():
         # ffmpeg's own messages are quiet: its failures are found below, by what it wrote.
+        writer = imageio.get_writer(tmp, fps=fps, macro_block_size=8, ffmpeg_log_level="quiet")
+
+        def append(frame: Any) -> None:
+            nonlocal frames
+            frames += 1
+            try:
+                writer.append_data(np.asarray(frame))
+            except OSError as e:  # imageio's message is ffmpeg's command line; the cause comes next
+                raise _FfmpegDied from e
+
         try:
-            with imageio.get_writer(tmp, fps=fps, macro_block_size=8, ffmpeg_log_level="quiet") as writer:
-                for _ in tqdm(range(max_steps), desc="rendering", unit="frame", leave=False):
-                    frames += 1
-                    writer.append_data(np.asarray(env.render(state, width=width, height=height)))
-                    state = step(state)
-                    total += float(state.reward)
-                    if bool(state.terminated | state.truncated):
-                        frames += 1
-                        writer.append_data(np.asarray(env.render(state, width=width, height=height)))
-                        break
-        except OSError:
-            pass  # ffmpeg died mid-video; imageio's message is ffmpeg's command line, the cause comes next
+            yield append
+        except _FfmpegDied:
+            pass  # the frames left unwritten fail the check below
+        finally:
+            with contextlib.suppress(OSError):  # closing a dead ffmpeg's pipe
+                writer.close()
         _check_video(tmp, path, frames)
-    return path, total
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ The builders, one composition and its two batched uses:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import warnings
 from collections.abc import Callable
@@ -31,9 +32,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax.core import AutoResetState, Env, EpisodeStatistics, State, Wrapper, field_names, with_fields
-
-RandomizationFn = Callable[[Any, jax.Array], Any]
-
 
 def next_reset_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Splits ``key`` into ``(key to keep, key for this reset)``.
@@ -118,14 +116,53 @@ class ActionRepeat(Wrapper):
         return last.replace(reward=total.astype(jnp.float32))
 
 
+@dataclasses.dataclass(frozen=True)
+class BraxRandomization:
+    """States that ``fn`` has Brax's batched form, ``fn(params, keys[B]) -> (params_batched,
+    in_axes)`` (``in_axes`` a params-shaped tree of 0 for the drawn fields, None elsewhere), so a
+    Brax randomization function can be given wherever a ``randomization_fn`` is taken:
+    ``randomization_fn=BraxRandomization(fn)``. A plain function is gymjax's form,
+    ``fn(params, key) -> params``."""
+
+    fn: Callable[[Any, jax.Array], tuple[Any, Any]]
+
+    def __post_init__(self):
+        if not callable(self.fn):
+            raise TypeError(f"BraxRandomization takes fn(params, keys[B]) -> (params, in_axes), got {self.fn!r}")
+
+
+RandomizationFn = Callable[[Any, jax.Array], Any] | BraxRandomization
+
+_BRAX_HINT = (
+    "randomization_fn is called as fn(params, key) -> params, gymjax's form; for Brax's batched form "
+    "fn(params, keys[B]) -> (params, in_axes), pass BraxRandomization(fn) "
+    "(from gymjax.wrappers.training import BraxRandomization)"
+)
+_OURS_HINT = (
+    "BraxRandomization(fn) calls fn(params, keys[B]) -> (params_batched, in_axes), Brax's form; for "
+    "gymjax's form fn(params, key) -> params, pass fn itself"
+)
+
+
+def _call_stating_form(fn: Callable, hint: str, *args: Any) -> Any:
+    """``fn(*args)``; an error inside it carries ``hint``: a function of the other form, called in
+    this one, mostly fails inside (a batch of keys where one was expected, or the reverse)."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        e.add_note(hint)
+        raise
+
+
 class DomainRandomization(Wrapper):
     """Gives each env its own physics parameters, drawn at every reset.
 
     Args:
         env: the unbatched env whose ``default_params`` are randomized.
-        randomization_fn: either ``fn(params, key) -> params`` for one env (gymjax's
-            form), or Brax's batched form ``fn(params, keys[B]) -> (params_batched,
-            in_axes)``; the form is recognized by what the function returns.
+        randomization_fn: ``fn(params, key) -> params`` for one env (gymjax's form), or
+            :class:`BraxRandomization` holding Brax's batched form ``fn(params, keys[B]) ->
+            (params_batched, in_axes)``. The form is stated, never inferred: a plain
+            function that returns Brax's pair is an error saying so.
         fields: the dotted names of the fields the function draws
             (``("body_mass", "opt.gravity")``). By default: Brax's ``in_axes`` name
             them; for gymjax's form, the fields whose values differ from the
@@ -139,12 +176,17 @@ class DomainRandomization(Wrapper):
 
     def __init__(self, env: Env, randomization_fn: RandomizationFn, fields: tuple[str, ...] | None = None):
         super().__init__(env)
-        if not callable(randomization_fn):
-            raise TypeError(f"randomization_fn must be callable, got {randomization_fn!r}")
         self.randomization_fn = randomization_fn
         self._names = field_names(env.default_params)
         self._treedef = jax.tree.structure(env.default_params)
-        self._brax_form = self._probe_form()
+        # The function is checked once under eval_shape (nothing is computed), before any work.
+        if isinstance(randomization_fn, BraxRandomization):
+            self._brax_axes: list | None = self._check_brax(randomization_fn.fn)
+        elif callable(randomization_fn):
+            self._brax_axes = None
+            self._check_ours(randomization_fn)
+        else:
+            raise TypeError(f"randomization_fn must be a function; {_BRAX_HINT}; got {randomization_fn!r}")
         if fields is None:
             fields = self._drawn_fields()
         unknown = sorted(set(fields) - set(self._names))
@@ -154,33 +196,31 @@ class DomainRandomization(Wrapper):
         if not self.fields:
             warnings.warn("randomization_fn changed no parameter: every env gets the defaults")
 
-    def _probe_form(self) -> bool:
-        """True for Brax's form. Runs under ``eval_shape``: nothing is computed."""
-        defaults, key = self.env.default_params, jax.random.PRNGKey(0)
-
-        def ours(key):
-            out = self.randomization_fn(defaults, key)
-            if isinstance(out, tuple) and len(out) == 2:
-                raise _BraxForm
+    def _check_ours(self, fn: Callable[[Any, jax.Array], Any]) -> None:
+        def one(key):
+            out = _call_stating_form(fn, _BRAX_HINT, self.env.default_params, key)
+            if isinstance(out, tuple) and len(out) == 2 and jax.tree.structure(out[0]) == self._treedef:
+                raise TypeError(f"randomization_fn returned a pair (params, in_axes); {_BRAX_HINT}")
             self._check_structure(out)
 
-        def brax(key):
-            out, in_axes = self.randomization_fn(defaults, key[None])
-            self._check_structure(out)
-            self._brax_axes = self._treedef.flatten_up_to(in_axes)
+        jax.eval_shape(one, jax.random.PRNGKey(0))
 
-        try:
-            jax.eval_shape(ours, key)
-            return False
-        except _BraxForm:
-            jax.eval_shape(brax, key)
-            return True
-        except Exception as ours_error:
-            try:
-                jax.eval_shape(brax, key)
-            except Exception:
-                raise ours_error from None
-            return True
+    def _check_brax(self, fn: Callable[[Any, jax.Array], tuple[Any, Any]]) -> list:
+        """Brax's ``in_axes``, one per params leaf."""
+        axes = []
+
+        def batched(key):
+            out = _call_stating_form(fn, _OURS_HINT, self.env.default_params, key[None])
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"the function returned a {type(out).__name__}; {_OURS_HINT}")
+            self._check_structure(out[0])
+            axes.extend(self._treedef.flatten_up_to(out[1]))
+
+        jax.eval_shape(batched, jax.random.PRNGKey(0))
+        odd = sorted({repr(axis) for axis in axes if axis not in (None, 0)})
+        if odd:
+            raise ValueError(f"Brax's in_axes must be 0 (a drawn field) or None (shared), got {', '.join(odd)}")
+        return axes
 
     def _check_structure(self, params) -> None:
         if jax.tree.structure(params) != self._treedef:
@@ -191,7 +231,7 @@ class DomainRandomization(Wrapper):
             )
 
     def _drawn_fields(self) -> tuple[str, ...]:
-        if self._brax_form:
+        if self._brax_axes is not None:
             return tuple(n for n, axis in zip(self._names, self._brax_axes) if axis is not None)
         keys = jax.random.split(jax.random.PRNGKey(0))
         drawn = jax.jit(jax.vmap(lambda k: self.randomization_fn(self.env.default_params, k)))(keys)
@@ -204,8 +244,8 @@ class DomainRandomization(Wrapper):
 
     def draw(self, key: jax.Array) -> dict[str, jax.Array]:
         """The drawn fields of one env, by name."""
-        if self._brax_form:
-            params, _ = self.randomization_fn(self.env.default_params, key[None])
+        if self._brax_axes is not None:
+            params, _ = self.randomization_fn.fn(self.env.default_params, key[None])
             leaves = dict(zip(self._names, jax.tree.leaves(params)))
             return {name: leaves[name][0] for name in self.fields}
         leaves = dict(zip(self._names, jax.tree.leaves(self.randomization_fn(self.env.default_params, key))))
@@ -226,10 +266,6 @@ class DomainRandomization(Wrapper):
         if self.env.unwrapped.params_by_name:
             return randomized
         return with_fields(self.env.default_params, randomized)
-
-
-class _BraxForm(Exception):
-    """Raised inside the probe when the function returned ``(params, in_axes)``."""
 
 
 class VmapWrapper(Wrapper):

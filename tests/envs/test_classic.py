@@ -1,5 +1,8 @@
 """Classic control step for step against Gymnasium's own, from the same states."""
 
+import dataclasses
+import pickle
+
 import gymnasium
 import jax
 import jax.numpy as jnp
@@ -189,18 +192,19 @@ def test_reset_distribution_follows_gymnasium():
     assert float(jnp.abs(obs).max()) <= 0.05
     assert float(jnp.abs(obs).max()) > 0.049  # uniform on [-0.05, 0.05], not a point
     pendulum = jax.vmap(Pendulum().reset)(jax.random.split(jax.random.PRNGKey(0), 2000))
-    theta, theta_dot = pendulum.env_state.T
+    theta, theta_dot = pendulum.env_state.theta, pendulum.env_state.theta_dot
     assert float(jnp.abs(theta).max()) > 3.1 and float(jnp.abs(theta_dot).max()) > 0.99
 
 
 def test_new_envs_reset_as_gymnasium_does():
     keys = jax.random.split(jax.random.PRNGKey(0), 2000)
     acrobot = jax.vmap(Acrobot().reset)(keys)
-    assert acrobot.env_state.dtype == jnp.float32 and acrobot.obs.dtype == jnp.float32
+    physics = acrobot.env_state.vector()
+    assert physics.dtype == jnp.float32 and acrobot.obs.dtype == jnp.float32
     # uniform on [-0.1, 0.1] in each of the four numbers, independently
-    assert float(jnp.abs(acrobot.env_state).max()) <= 0.1
-    assert (jnp.abs(acrobot.env_state).max(axis=0) > 0.099).all()
-    assert abs(float(jnp.corrcoef(acrobot.env_state[:, 0], acrobot.env_state[:, 1])[0, 1])) < 0.1
+    assert float(jnp.abs(physics).max()) <= 0.1
+    assert (jnp.abs(physics).max(axis=0) > 0.099).all()
+    assert abs(float(jnp.corrcoef(acrobot.env_state.theta1, acrobot.env_state.theta2)[0, 1])) < 0.1
     np.testing.assert_allclose(acrobot.obs, jax.vmap(Acrobot()._obs)(acrobot.env_state))
     for env in (MountainCar(), MountainCarContinuous()):
         position, velocity = jax.vmap(env.reset)(keys).obs.T
@@ -245,12 +249,37 @@ def test_params_change_the_new_envs_dynamics(env_id, ref_id, params_type):
 def test_new_envs_render_their_state(env_id, ref_id, params_type):
     env = gymjax.envs.make(env_id)
     state = env.reset(jax.random.PRNGKey(0))
-    moved = env.reset_to(state.env_state.at[0].add(0.3))
+    moved = env.reset_to(state.env_state.vector().at[0].add(0.3))
     frame, other = env.render(state), env.render(moved)
     ref = gymnasium.make(ref_id, render_mode="rgb_array")
     ref.reset(seed=0)
     assert frame.shape == ref.render().shape and frame.dtype == np.uint8
     assert (frame != other).any()
+
+
+@pytest.mark.parametrize("env, fields", [
+    (CartPole(), ("x", "x_dot", "theta", "theta_dot")),
+    (Pendulum(), ("theta", "theta_dot")),
+    (Acrobot(), ("theta1", "theta2", "dtheta1", "dtheta2")),
+    (MountainCar(), ("position", "velocity")),
+    (MountainCarContinuous(), ("position", "velocity")),
+])
+def test_physics_states_name_gymnasiums_state_vector(env, fields):
+    vector = np.arange(1, len(fields) + 1, dtype=np.float64) / 10
+    physics = env.reset_to(vector).env_state
+    assert tuple(f.name for f in dataclasses.fields(physics)) == fields
+    for name, number in zip(fields, vector):
+        assert getattr(physics, name).dtype == jnp.float32 and float(getattr(physics, name)) == np.float32(number)
+    np.testing.assert_array_equal(np.asarray(physics, np.float64), vector.astype(np.float32))  # what env.state reads
+    # a step keeps the type (one pytree structure, as scan and checkpoints need), and pickles whole
+    stepped = jax.jit(env.step)(env.reset_to(vector), jnp.asarray(env.action_space.sample()))
+    assert jax.tree.structure(stepped) == jax.tree.structure(env.reset_to(vector))
+    restored = pickle.loads(pickle.dumps(jax.device_get(stepped)))
+    assert type(restored.env_state) is type(physics)
+    np.testing.assert_array_equal(np.asarray(restored.env_state), np.asarray(stepped.env_state))
+    with pytest.raises(ValueError, match=rf"takes Gymnasium's state vector \[{', '.join(fields)}\]: {len(fields)} "
+                                         r"numbers in the last axis, got shape \(7,\)"):
+        env.reset_to(np.zeros(7))
 
 
 def test_registry_rejects_duplicates_and_unknown_ids():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gymjax.core import State
-from gymjax.envs.classic import CartPole, Pendulum
+from gymjax.envs.classic import CartPole, CartPoleState, Pendulum
 from gymjax.wrappers import (
     ActionRepeat,
     AutoReset,
@@ -17,6 +17,7 @@ from gymjax.wrappers import (
     next_reset_key,
     wrap_for_training,
 )
+from gymjax.wrappers.training import BraxRandomization
 
 
 def _keys(n, seed=0):
@@ -44,7 +45,8 @@ def test_terminated_and_truncated_both_set_on_the_last_step():
     env = EpisodeWrapper(CartPole(), max_episode_steps=4)
     state = env.reset(jax.random.PRNGKey(0))
     state = state.replace(
-        env_state=jnp.array([2.39, 5.0, 0.0, 0.0]), episode=state.episode.replace(episode_length=jnp.int32(3))
+        env_state=CartPoleState.from_vector([2.39, 5.0, 0.0, 0.0]),
+        episode=state.episode.replace(episode_length=jnp.int32(3)),
     )
     state = env.step(state, 1)
     assert bool(state.terminated) and bool(state.truncated)
@@ -159,7 +161,7 @@ def test_randomization_gives_each_env_its_params_and_redraws_at_reset():
 def test_randomized_params_reach_the_dynamics():
     env = DomainRandomization(CartPole(), _scale_pole)
     state = env.reset(jax.random.PRNGKey(0))
-    state = state.replace(env_state=jnp.array([0.0, 0.0, 0.1, 0.0]))
+    state = state.replace(env_state=CartPoleState.from_vector([0.0, 0.0, 0.1, 0.0]))
     masspole = state.randomized["masspole"]
     out = env.step(state, 1)
     by_hand = CartPole().step(state, 1, CartPole().default_params.replace(masspole=masspole))
@@ -169,9 +171,40 @@ def test_randomized_params_reach_the_dynamics():
 
 def test_brax_form_is_accepted_and_agrees():
     ours = wrap_for_training(CartPole(), randomization_fn=_scale_pole).reset(_keys(5))
-    brax = wrap_for_training(CartPole(), randomization_fn=_scale_pole_brax).reset(_keys(5))
+    stated = BraxRandomization(_scale_pole_brax)
+    brax = wrap_for_training(CartPole(), randomization_fn=stated).reset(_keys(5))
     np.testing.assert_allclose(ours.randomized["masspole"], brax.randomized["masspole"])
-    assert wrap_for_training(CartPole(), randomization_fn=_scale_pole_brax).env.env.env.fields == ("masspole",)
+    assert wrap_for_training(CartPole(), randomization_fn=stated).env.env.env.fields == ("masspole",)
+
+
+def _notes(error):
+    return "\n".join(getattr(error.value, "__notes__", []))
+
+
+def test_the_form_is_stated_not_guessed():
+    # Brax's form as a plain function: called with one key, it fails inside, and the error says
+    # how to state the form; one that runs anyway returns a pair, which is refused by name.
+    with pytest.raises(TypeError, match="invalid PRNG key data") as failed:
+        DomainRandomization(CartPole(), _scale_pole_brax)
+    assert "pass BraxRandomization(fn)" in _notes(failed)
+
+    def brax_any_batch(params, keys):
+        return params.replace(masspole=params.masspole * jnp.ones(keys.shape[0])), jax.tree.map(lambda _: 0, params)
+
+    with pytest.raises(TypeError, match=r"returned a pair \(params, in_axes\).*pass BraxRandomization\(fn\)"):
+        DomainRandomization(CartPole(), brax_any_batch)
+    # and gymjax's form stated as Brax's, the same both ways
+    with pytest.raises(ValueError, match="accepts a single key") as failed:
+        DomainRandomization(CartPole(), BraxRandomization(_scale_pole))
+    assert "for gymjax's form fn(params, key) -> params, pass fn itself" in _notes(failed)
+    with pytest.raises(TypeError, match=r"returned a CartPoleParams; .*\(params_batched, in_axes\)"):
+        DomainRandomization(CartPole(), BraxRandomization(lambda params, keys: params))
+    with pytest.raises(ValueError, match="in_axes must be 0 .* or None .*, got 1"):
+        DomainRandomization(CartPole(), BraxRandomization(lambda p, k: (p, jax.tree.map(lambda _: 1, p))))
+    with pytest.raises(TypeError, match="BraxRandomization takes fn"):
+        BraxRandomization("masspole")
+    with pytest.raises(TypeError, match="randomization_fn must be a function"):
+        DomainRandomization(CartPole(), {"masspole": 0.2})
 
 
 def test_randomization_must_keep_the_structure():
@@ -194,7 +227,8 @@ def _heavier_bodies_brax(model, keys):
     return model.replace(body_mass=body_mass), in_axes
 
 
-@pytest.mark.parametrize("randomization_fn", [_heavier_bodies, _heavier_bodies_brax])
+@pytest.mark.parametrize("randomization_fn", [_heavier_bodies, BraxRandomization(_heavier_bodies_brax)],
+                         ids=["gymjax", "brax"])
 def test_eval_env_built_after_randomized_training_env(pendulum_mjx, randomization_fn):
     """Brax crashed here: the eval env, built from the same env after the training
     wrapper traced a randomization_fn reading body_mass, found a leaked tracer."""

@@ -17,6 +17,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import spec
+from gymjax.envs.classic.state import PhysicsState, first_state
 
 
 @struct.dataclass
@@ -37,6 +38,17 @@ class AcrobotParams:
     max_vel_2: float = 9 * math.pi
     gravity: float = 9.8
     dt: float = 0.2  # seconds per step, one RK4 step
+
+
+@struct.dataclass
+class AcrobotState(PhysicsState):
+    """The first link's angle from hanging down, the second's relative to the first (rad, wrapped
+    to [-pi, pi]), and their rates."""
+
+    theta1: jax.Array
+    theta2: jax.Array
+    dtheta1: jax.Array
+    dtheta2: jax.Array
 
 
 def _wrap(x: jax.Array, low: float, high: float) -> jax.Array:
@@ -74,45 +86,38 @@ class Acrobot(Env[AcrobotParams]):
         return self.reset_to(jax.random.uniform(key, (4,), jnp.float32, -0.1, 0.1))
 
     def reset_to(self, physics: jax.Array) -> State:
-        """A fresh state at ``physics = [theta1, theta2, dtheta1, dtheta2]`` (Gymnasium's ``state``)."""
-        physics = jnp.asarray(physics, jnp.float32)
-        return State(
-            env_state=physics,
-            obs=self._obs(physics),
-            reward=jnp.float32(0.0),
-            terminated=jnp.bool_(False),
-            truncated=jnp.bool_(False),
-        )
+        """A fresh state at Gymnasium's ``state = [theta1, theta2, dtheta1, dtheta2]``."""
+        physics = AcrobotState.from_vector(physics)
+        return first_state(physics, self._obs(physics))
 
     @staticmethod
-    def _obs(physics):
-        theta1, theta2, dtheta1, dtheta2 = physics
+    def _obs(physics: AcrobotState) -> jax.Array:
+        s = physics
         return jnp.stack(
-            [jnp.cos(theta1), jnp.sin(theta1), jnp.cos(theta2), jnp.sin(theta2), dtheta1, dtheta2]
+            [jnp.cos(s.theta1), jnp.sin(s.theta1), jnp.cos(s.theta2), jnp.sin(s.theta2), s.dtheta1, s.dtheta2]
         ).astype(jnp.float32)
 
     @staticmethod
-    def _accelerations(p: AcrobotParams, physics, torque):
-        """The book's equations of motion; terms grouped and ordered as Gymnasium's ``_dsdt``
-        so that float32 rounding stays close to its float64 result."""
-        theta1, theta2, dtheta1, dtheta2 = physics
+    def _rate(p: AcrobotParams, s: AcrobotState, torque) -> AcrobotState:
+        """The state's time derivative under the book's equations of motion; terms grouped and
+        ordered as Gymnasium's ``_dsdt`` so that float32 rounding stays close to its float64 result."""
         m1, m2, l1 = p.link_mass_1, p.link_mass_2, p.link_length_1
         lc1, lc2, inertia, g = p.link_com_pos_1, p.link_com_pos_2, p.link_moi, p.gravity
-        cos2, sin2 = jnp.cos(theta2), jnp.sin(theta2)
+        cos2, sin2 = jnp.cos(s.theta2), jnp.sin(s.theta2)
         d1 = m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * cos2) + inertia + inertia
         d2 = m2 * (lc2**2 + l1 * lc2 * cos2) + inertia
-        phi2 = m2 * lc2 * g * jnp.cos(theta1 + theta2 - jnp.pi / 2.0)
+        phi2 = m2 * lc2 * g * jnp.cos(s.theta1 + s.theta2 - jnp.pi / 2.0)
         phi1 = (
-            -m2 * l1 * lc2 * dtheta2**2 * sin2
-            - 2 * m2 * l1 * lc2 * dtheta2 * dtheta1 * sin2
-            + (m1 * lc1 + m2 * l1) * g * jnp.cos(theta1 - jnp.pi / 2)
+            -m2 * l1 * lc2 * s.dtheta2**2 * sin2
+            - 2 * m2 * l1 * lc2 * s.dtheta2 * s.dtheta1 * sin2
+            + (m1 * lc1 + m2 * l1) * g * jnp.cos(s.theta1 - jnp.pi / 2)
             + phi2
         )
-        ddtheta2 = (torque + d2 / d1 * phi1 - m2 * l1 * lc2 * dtheta1**2 * sin2 - phi2) / (
+        ddtheta2 = (torque + d2 / d1 * phi1 - m2 * l1 * lc2 * s.dtheta1**2 * sin2 - phi2) / (
             m2 * lc2**2 + inertia - d2**2 / d1
         )
         ddtheta1 = -(d2 * ddtheta2 + phi1) / d1
-        return jnp.stack([dtheta1, dtheta2, ddtheta1, ddtheta2])
+        return AcrobotState(theta1=s.dtheta1, theta2=s.dtheta2, dtheta1=ddtheta1, dtheta2=ddtheta2)
 
     def step(self, state, action, params=None):
         p = self.resolve_params(params)
@@ -120,26 +125,27 @@ class Acrobot(Env[AcrobotParams]):
         # Gymnasium's torques [-1, 0, +1] are exactly action - 1.
         torque = jnp.asarray(action, jnp.float32) - 1.0
 
-        def rate(y):
-            return self._accelerations(p, y, torque)
+        def rate(s):
+            return self._rate(p, s, torque)
+
+        def ahead(s, h, k):
+            return jax.tree.map(lambda y, dy: y + h * dy, s, k)
 
         half = p.dt / 2.0
         k1 = rate(physics)
-        k2 = rate(physics + half * k1)
-        k3 = rate(physics + half * k2)
-        k4 = rate(physics + p.dt * k3)
-        theta1, theta2, dtheta1, dtheta2 = physics + p.dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-        physics = jnp.stack(
-            [
-                _wrap(theta1, -jnp.pi, jnp.pi),
-                _wrap(theta2, -jnp.pi, jnp.pi),
-                jnp.clip(dtheta1, -p.max_vel_1, p.max_vel_1),
-                jnp.clip(dtheta2, -p.max_vel_2, p.max_vel_2),
-            ]
-        ).astype(jnp.float32)
+        k2 = rate(ahead(physics, half, k1))
+        k3 = rate(ahead(physics, half, k2))
+        k4 = rate(ahead(physics, p.dt, k3))
+        end = jax.tree.map(lambda y, a, b, c, d: y + p.dt / 6.0 * (a + 2 * b + 2 * c + d), physics, k1, k2, k3, k4)
+        physics = AcrobotState(
+            theta1=_wrap(end.theta1, -jnp.pi, jnp.pi),
+            theta2=_wrap(end.theta2, -jnp.pi, jnp.pi),
+            dtheta1=jnp.clip(end.dtheta1, -p.max_vel_1, p.max_vel_1),
+            dtheta2=jnp.clip(end.dtheta2, -p.max_vel_2, p.max_vel_2),
+        ).as_float32()
         # The free end's height above the pivot, in link lengths of 1 as Gymnasium measures it
         # (its rule ignores the link length parameters).
-        height = -jnp.cos(physics[0]) - jnp.cos(physics[1] + physics[0])
+        height = -jnp.cos(physics.theta1) - jnp.cos(physics.theta2 + physics.theta1)
         terminated = height > 1.0
         return state.replace(
             env_state=physics,

@@ -16,6 +16,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import options, spec
+from gymjax.envs.classic.state import PhysicsState, first_state
 
 
 @struct.dataclass
@@ -28,6 +29,16 @@ class CartPoleParams:
     length: float = 0.5  # half the pole's length, as in Gymnasium
     force_mag: float = 10.0
     tau: float = 0.02  # seconds per step
+
+
+@struct.dataclass
+class CartPoleState(PhysicsState):
+    """The cart's position and velocity, the pole's angle from upright (rad) and its rate."""
+
+    x: jax.Array
+    x_dot: jax.Array
+    theta: jax.Array
+    theta_dot: jax.Array
 
 
 class CartPole(Env[CartPoleParams]):
@@ -55,49 +66,39 @@ class CartPole(Env[CartPoleParams]):
         return CartPoleParams().tau
 
     def reset(self, key, params=None):
-        physics = jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05)
-        return self.reset_to(physics)
+        return self.reset_to(jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05))
 
     def reset_to(self, physics: jax.Array) -> State:
-        """A fresh state at ``physics = [x, x_dot, theta, theta_dot]``."""
-        physics = jnp.asarray(physics, jnp.float32)
-        return State(
-            env_state=physics,
-            obs=physics,
-            reward=jnp.float32(0.0),
-            terminated=jnp.bool_(False),
-            truncated=jnp.bool_(False),
-        )
+        """A fresh state at Gymnasium's ``state = [x, x_dot, theta, theta_dot]``."""
+        physics = CartPoleState.from_vector(physics)
+        return first_state(physics, physics.vector())
 
     def step(self, state, action, params=None):
         p = self.resolve_params(params)
-        x, x_dot, theta, theta_dot = state.env_state
+        s = state.env_state
         force = jnp.where(action == 1, p.force_mag, -p.force_mag)
-        cos, sin = jnp.cos(theta), jnp.sin(theta)
+        cos, sin = jnp.cos(s.theta), jnp.sin(s.theta)
         total_mass = p.masspole + p.masscart
         polemass_length = p.masspole * p.length
-        temp = (force + polemass_length * theta_dot**2 * sin) / total_mass
+        temp = (force + polemass_length * s.theta_dot**2 * sin) / total_mass
         theta_acc = (p.gravity * sin - cos * temp) / (
             p.length * (4.0 / 3.0 - p.masspole * cos**2 / total_mass)
         )
         x_acc = temp - polemass_length * theta_acc * cos / total_mass
-        physics = jnp.stack(
-            [
-                x + p.tau * x_dot,
-                x_dot + p.tau * x_acc,
-                theta + p.tau * theta_dot,
-                theta_dot + p.tau * theta_acc,
-            ]
-        ).astype(jnp.float32)
-        x, theta = physics[0], physics[2]
-        terminated = (jnp.abs(x) > self.x_threshold) | (jnp.abs(theta) > self.theta_threshold)
+        physics = CartPoleState(
+            x=s.x + p.tau * s.x_dot,
+            x_dot=s.x_dot + p.tau * x_acc,
+            theta=s.theta + p.tau * s.theta_dot,
+            theta_dot=s.theta_dot + p.tau * theta_acc,
+        ).as_float32()
+        terminated = (jnp.abs(physics.x) > self.x_threshold) | (jnp.abs(physics.theta) > self.theta_threshold)
         if self.sutton_barto_reward:
             reward = jnp.where(terminated, -1.0, 0.0)
         else:
             reward = jnp.float32(1.0)
         return state.replace(
             env_state=physics,
-            obs=physics,
+            obs=physics.vector(),
             reward=jnp.asarray(reward, jnp.float32),
             terminated=terminated,
             truncated=jnp.bool_(False),

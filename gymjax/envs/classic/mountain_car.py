@@ -15,6 +15,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import options, spec
+from gymjax.envs.classic.state import PhysicsState, first_state
 
 
 @struct.dataclass
@@ -28,6 +29,14 @@ class MountainCarParams:
     max_position: float = 0.6
 
 
+@struct.dataclass
+class MountainCarState(PhysicsState):
+    """Both mountain cars' physics: the position along the valley and the velocity (per step)."""
+
+    position: jax.Array
+    velocity: jax.Array
+
+
 def reset_physics(key: jax.Array) -> jax.Array:
     """Gymnasium's start for both mountain cars: position uniform on [-0.6, -0.4], at rest."""
     position = jax.random.uniform(key, (), jnp.float32, -0.6, -0.4)
@@ -35,14 +44,8 @@ def reset_physics(key: jax.Array) -> jax.Array:
 
 
 def fresh_state(physics: jax.Array) -> State:
-    physics = jnp.asarray(physics, jnp.float32)
-    return State(
-        env_state=physics,
-        obs=physics,
-        reward=jnp.float32(0.0),
-        terminated=jnp.bool_(False),
-        truncated=jnp.bool_(False),
-    )
+    physics = MountainCarState.from_vector(physics)
+    return first_state(physics, physics.vector())
 
 
 def state_box(p) -> gymnasium.spaces.Box:
@@ -51,7 +54,7 @@ def state_box(p) -> gymnasium.spaces.Box:
     return gymnasium.spaces.Box(low, high, dtype=np.float32)
 
 
-def move(p, position, velocity):
+def move(p, position: jax.Array, velocity: jax.Array) -> MountainCarState:
     """Both cars' shared tail of a step: clip the speed, move, clip at the walls.
 
     ``velocity`` is the new (unclipped) velocity. Hitting the left wall stops the car
@@ -60,7 +63,7 @@ def move(p, position, velocity):
     velocity = jnp.clip(velocity, -p.max_speed, p.max_speed)
     position = jnp.clip(position + velocity, p.min_position, p.max_position)
     velocity = jnp.where((position == p.min_position) & (velocity < 0), 0.0, velocity)
-    return jnp.stack([position, velocity]).astype(jnp.float32)
+    return MountainCarState(position=position, velocity=velocity).as_float32()
 
 
 class MountainCar(Env[MountainCarParams]):
@@ -93,15 +96,14 @@ class MountainCar(Env[MountainCarParams]):
 
     def step(self, state, action, params=None):
         p = self.resolve_params(params)
-        position, velocity = state.env_state
+        position, velocity = state.env_state.position, state.env_state.velocity
         push = (jnp.asarray(action, jnp.float32) - 1.0) * p.force
         # Grouped as Gymnasium's `velocity += ...`, which sums the two terms before adding.
         physics = move(p, position, velocity + (push + jnp.cos(3 * position) * (-p.gravity)))
-        position, velocity = physics
-        terminated = (position >= self.goal_position) & (velocity >= self.goal_velocity)
+        terminated = (physics.position >= self.goal_position) & (physics.velocity >= self.goal_velocity)
         return state.replace(
             env_state=physics,
-            obs=physics,
+            obs=physics.vector(),
             reward=jnp.float32(-1.0),
             terminated=terminated,
             truncated=jnp.bool_(False),

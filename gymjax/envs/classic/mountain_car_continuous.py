@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from gymjax.core import Env
+from gymjax.core import Env, State
 from gymjax.envs import options, spec
 from gymjax.envs.classic.mountain_car import fresh_state, move, reset_physics, state_box
 
@@ -63,17 +63,16 @@ class MountainCarContinuous(Env[MountainCarContinuousParams]):
 
     def step(self, state, action, params=None):
         p = self.resolve_params(params)
-        position, velocity = state.env_state
+        position, velocity = state.env_state.position, state.env_state.velocity
         a = jnp.reshape(jnp.asarray(action, jnp.float32), (-1,))[0]
         push = jnp.clip(a, -1.0, 1.0)
         # Grouped as Gymnasium's `velocity += ...`, which sums the two terms before adding.
         physics = move(p, position, velocity + (push * p.power - p.gravity * jnp.cos(3 * position)))
-        position, velocity = physics
-        terminated = (position >= self.goal_position) & (velocity >= self.goal_velocity)
+        terminated = (physics.position >= self.goal_position) & (physics.velocity >= self.goal_velocity)
         reward = jnp.where(terminated, self.goal_reward, 0.0) - a**2 * 0.1
         return state.replace(
             env_state=physics,
-            obs=physics,
+            obs=physics.vector(),
             reward=reward.astype(jnp.float32),
             terminated=terminated,
             truncated=jnp.bool_(False),

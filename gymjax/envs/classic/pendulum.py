@@ -13,6 +13,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import options, spec
+from gymjax.envs.classic.state import PhysicsState, first_state
 
 
 @struct.dataclass
@@ -25,6 +26,14 @@ class PendulumParams:
     dt: float = 0.05
     max_speed: float = 8.0
     max_torque: float = 2.0
+
+
+@struct.dataclass
+class PendulumState(PhysicsState):
+    """The angle from upright (rad, not wrapped) and its rate."""
+
+    theta: jax.Array
+    theta_dot: jax.Array
 
 
 def angle_normalize(x: jax.Array) -> jax.Array:
@@ -56,31 +65,24 @@ class Pendulum(Env[PendulumParams]):
         return self.reset_to(jax.random.uniform(key, (2,), jnp.float32, -high, high))
 
     def reset_to(self, physics: jax.Array) -> State:
-        """A fresh state at ``physics = [theta, theta_dot]``."""
-        physics = jnp.asarray(physics, jnp.float32)
-        return State(
-            env_state=physics,
-            obs=self._obs(physics),
-            reward=jnp.float32(0.0),
-            terminated=jnp.bool_(False),
-            truncated=jnp.bool_(False),
-        )
+        """A fresh state at Gymnasium's ``state = [theta, theta_dot]``."""
+        physics = PendulumState.from_vector(physics)
+        return first_state(physics, self._obs(physics))
 
     @staticmethod
-    def _obs(physics):
-        theta, theta_dot = physics
-        return jnp.stack([jnp.cos(theta), jnp.sin(theta), theta_dot]).astype(jnp.float32)
+    def _obs(physics: PendulumState) -> jax.Array:
+        return jnp.stack([jnp.cos(physics.theta), jnp.sin(physics.theta), physics.theta_dot]).astype(jnp.float32)
 
     def step(self, state, action, params=None):
         p = self.resolve_params(params)
-        theta, theta_dot = state.env_state
+        theta, theta_dot = state.env_state.theta, state.env_state.theta_dot
         u = jnp.clip(jnp.reshape(action, (-1,))[0], -p.max_torque, p.max_torque)
         cost = angle_normalize(theta) ** 2 + 0.1 * theta_dot**2 + 0.001 * u**2
         new_theta_dot = theta_dot + (
             3 * p.g / (2 * p.l) * jnp.sin(theta) + 3.0 / (p.m * p.l**2) * u
         ) * p.dt
         new_theta_dot = jnp.clip(new_theta_dot, -p.max_speed, p.max_speed)
-        physics = jnp.stack([theta + new_theta_dot * p.dt, new_theta_dot]).astype(jnp.float32)
+        physics = PendulumState(theta=theta + new_theta_dot * p.dt, theta_dot=new_theta_dot).as_float32()
         return state.replace(
             env_state=physics,
             obs=self._obs(physics),
