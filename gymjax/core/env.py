@@ -11,7 +11,7 @@ leaked tracers in Brax (``env.unwrapped.sys = <tracer>`` inside ``vmap``).
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium
 import jax
@@ -23,9 +23,10 @@ Params = TypeVar("Params")
 # The version of State's pytree layout. Checkpoints of a training run carry the env's state,
 # so they record it: a run saved under another layout cannot resume (its policy still loads).
 # 1: wrapper bookkeeping in info and metrics (to gymjax 0.1's issue 12); 2: typed fields;
-# 3: the C engine's physics state holds the MjData fields its env declares, and residuals;
-# 4: the classic envs' physics state has named fields (gymjax.envs.classic.state), not one array.
-STATE_LAYOUT = 4
+# 3: the C engine's physics state holds the MjData fields its env declares, and residuals.
+# An env whose own physics state changes layout says so in Env.state_layout, so that runs of
+# the other envs keep resuming.
+STATE_LAYOUT = 3
 
 
 @struct.dataclass
@@ -179,6 +180,10 @@ class Env(abc.ABC, Generic[Params]):
     def dt(self) -> float:
         """Seconds of simulated time per :meth:`step`."""
         raise NotImplementedError
+
+    # The layout its checkpoints record (see STATE_LAYOUT): the core's, or above it when this
+    # env's physics state changed shape (the classic envs' named fields: gymjax.envs.classic.state).
+    state_layout: ClassVar[int] = STATE_LAYOUT
 
     @property
     def unwrapped(self) -> Env:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from ppo_configs import TINY, StopAfter
 
+from gymjax.envs.classic import CartPole
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo import (
     PPOTrainer,
@@ -179,11 +180,9 @@ def test_restore_errors_are_clear(tmp_path):
 def test_a_checkpoint_of_another_state_layout_loads_its_policy_but_does_not_resume(tmp_path, monkeypatch):
     """A run saved before State's typed fields (layout 1) holds an env state of another shape:
     resuming names the cause at once (not "damaged", step after step); the policy still loads."""
-    train_module = sys.modules["gymjax.trainers.ppo.train"]  # the module: the package exports a train function
-
     config = TINY.replace(num_timesteps=8 * 16, num_evals=1)
     train(config, ENV, checkpoint_dir=tmp_path, progress_bar=False)
-    monkeypatch.setattr(train_module, "STATE_LAYOUT", train_module.STATE_LAYOUT + 1)  # this gymjax moved on
+    monkeypatch.setattr(CartPole, "state_layout", CartPole.state_layout + 1)  # this gymjax's CartPole moved on
     with pytest.raises(ckpt.IncompatibleCheckpoint, match=r"earlier gymjax .* Its policy still loads"):
         train(config, ENV, restore_checkpoint_path=tmp_path, progress_bar=False)
     assert load_policy(tmp_path)(jnp.zeros((1, 4))).shape == (1,)

@@ -17,7 +17,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import spec
-from gymjax.envs.classic.state import PhysicsState, first_state
+from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
 @struct.dataclass
@@ -64,6 +64,8 @@ def _wrap(x: jax.Array, low: float, high: float) -> jax.Array:
 
 class Acrobot(Env[AcrobotParams]):
     """Observation ``[cos th1, sin th1, cos th2, sin th2, dth1, dth2]``; action 0, 1, 2 (torque -1, 0, +1)."""
+
+    state_layout = LAYOUT
 
     max_episode_steps = spec("JaxAcrobot-v0").max_episode_steps
 

@@ -16,7 +16,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import options, spec
-from gymjax.envs.classic.state import PhysicsState, first_state
+from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
 @struct.dataclass
@@ -43,6 +43,8 @@ class CartPoleState(PhysicsState):
 
 class CartPole(Env[CartPoleParams]):
     """Observation ``[x, x_dot, theta, theta_dot]``; action 0 (push left) or 1 (push right)."""
+
+    state_layout = LAYOUT
 
     max_episode_steps = spec("JaxCartPole-v0").max_episode_steps
     theta_threshold = 12 * 2 * math.pi / 360

@@ -15,7 +15,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import options, spec
-from gymjax.envs.classic.state import PhysicsState, first_state
+from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
 @struct.dataclass
@@ -68,6 +68,8 @@ def move(p, position: jax.Array, velocity: jax.Array) -> MountainCarState:
 
 class MountainCar(Env[MountainCarParams]):
     """Observation ``[position, velocity]``; action 0 (push left), 1 (none), 2 (push right)."""
+
+    state_layout = LAYOUT
 
     max_episode_steps = spec("JaxMountainCar-v0").max_episode_steps
     goal_position = 0.5

@@ -19,6 +19,7 @@ from flax import struct
 from gymjax.core import Env, State
 from gymjax.envs import options, spec
 from gymjax.envs.classic.mountain_car import fresh_state, move, reset_physics, state_box
+from gymjax.envs.classic.state import LAYOUT
 
 
 @struct.dataclass
@@ -34,6 +35,8 @@ class MountainCarContinuousParams:
 
 class MountainCarContinuous(Env[MountainCarContinuousParams]):
     """Observation ``[position, velocity]``; action a push in ``[-1, 1]``."""
+
+    state_layout = LAYOUT
 
     max_episode_steps = spec("JaxMountainCarContinuous-v0").max_episode_steps
     goal_position = 0.45  # 0.5 in MountainCar-v0

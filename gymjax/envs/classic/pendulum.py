@@ -13,7 +13,7 @@ from flax import struct
 
 from gymjax.core import Env, State
 from gymjax.envs import options, spec
-from gymjax.envs.classic.state import PhysicsState, first_state
+from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
 @struct.dataclass
@@ -42,6 +42,8 @@ def angle_normalize(x: jax.Array) -> jax.Array:
 
 class Pendulum(Env[PendulumParams]):
     """Observation ``[cos(theta), sin(theta), theta_dot]``; action a torque in ``[-2, 2]``."""
+
+    state_layout = LAYOUT
 
     max_episode_steps = spec("JaxPendulum-v0").max_episode_steps
 

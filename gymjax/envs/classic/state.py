@@ -17,6 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax.core import State
+from gymjax.core.env import STATE_LAYOUT
+
+# The classic envs' checkpoints: their physics state became named fields (it was one array), so a
+# run saved with the array cannot resume (Env.state_layout); the MuJoCo envs' runs are unaffected.
+LAYOUT = STATE_LAYOUT + 1
 
 
 class PhysicsState:

@@ -28,12 +28,11 @@ from tqdm import tqdm
 
 from gymjax import envs
 from gymjax.core import Env
-from gymjax.core.env import STATE_LAYOUT
+from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers import distributed, reference
 from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
 from gymjax.trainers.ppo import acting, memory, resume
-from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers import distributed, reference
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.losses import Minibatch, ppo_loss
 from gymjax.trainers.ppo.networks import (
@@ -327,7 +326,7 @@ class PPOTrainer:
             obs_size=self.networks.obs_size,
             action_space=describe_action_space(self.env.action_space),
             env_id=self.env_id,
-            state_layout=STATE_LAYOUT,
+            state_layout=self.env.unwrapped.state_layout,
             run_id=run_id,
         )
 
