@@ -38,11 +38,12 @@ KINDS = ("gymjax", "sb3", "brax")
 
 # Brax's own Ant PPO settings (its training colab); Brax's default networks.
 BRAX_SETTINGS = {
-    "JaxAnt-v0": dict(
-        num_timesteps=50_000_000, num_envs=4096, batch_size=2048, num_minibatches=32, unroll_length=5,
-        num_updates_per_batch=4, discounting=0.97, learning_rate=3e-4, entropy_cost=1e-2, reward_scaling=10.0,
-        normalize_observations=True, episode_length=1000, action_repeat=1, num_evals=20, num_eval_envs=16,
-    ),
+    "JaxAnt-v0": {
+        "num_timesteps": 50_000_000, "num_envs": 4096, "batch_size": 2048, "num_minibatches": 32, "unroll_length": 5,
+        "num_updates_per_batch": 4, "discounting": 0.97, "learning_rate": 3e-4, "entropy_cost": 1e-2,
+        "reward_scaling": 10.0, "normalize_observations": True, "episode_length": 1000, "action_repeat": 1,
+        "num_evals": 20, "num_eval_envs": 16,
+    },
 }  # fmt: skip
 SNAPSHOT_GAP_S = 1.0  # SB3 offers a policy after every rollout; one kept per second at most
 
@@ -196,19 +197,20 @@ PPO_FIELDS = ("learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", 
 
 def brax_settings(config) -> dict:
     """A PPOConfig's hyperparameters as Brax's ``ppo.train`` arguments (Brax's GAE)."""
-    return dict(
-        num_timesteps=config.num_timesteps, num_envs=config.num_envs, episode_length=config.episode_length or 1000,
-        unroll_length=config.unroll_length,
-        batch_size=config.num_envs // config.num_minibatches,  # one unroll per env per step, as gymjax
-        num_minibatches=config.num_minibatches, num_updates_per_batch=config.update_epochs,
-        learning_rate=config.learning_rate, entropy_cost=config.entropy_cost, discounting=config.gamma,
-        gae_lambda=config.gae_lambda, clipping_epsilon=config.clip_epsilon, max_grad_norm=config.max_grad_norm,
-        normalize_observations=config.normalize_observations, reward_scaling=config.reward_scaling,
-        vf_loss_coefficient=2 * config.value_loss_coef,  # Brax multiplies by another 0.5
-        num_evals=max(2, config.num_evals + 1), num_eval_envs=config.num_eval_envs,
-        network={"policy_hidden_layer_sizes": list(config.policy_hidden_sizes),
-                 "value_hidden_layer_sizes": list(config.value_hidden_sizes), "activation": config.activation},
-    )  # fmt: skip
+    return {
+        "num_timesteps": config.num_timesteps, "num_envs": config.num_envs,
+        "episode_length": config.episode_length or 1000, "unroll_length": config.unroll_length,
+        "batch_size": config.num_envs // config.num_minibatches,  # one unroll per env per step, as gymjax
+        "num_minibatches": config.num_minibatches, "num_updates_per_batch": config.update_epochs,
+        "learning_rate": config.learning_rate, "entropy_cost": config.entropy_cost, "discounting": config.gamma,
+        "gae_lambda": config.gae_lambda, "clipping_epsilon": config.clip_epsilon,
+        "max_grad_norm": config.max_grad_norm, "normalize_observations": config.normalize_observations,
+        "reward_scaling": config.reward_scaling,
+        "vf_loss_coefficient": 2 * config.value_loss_coef,  # Brax multiplies by another 0.5
+        "num_evals": max(2, config.num_evals + 1), "num_eval_envs": config.num_eval_envs,
+        "network": {"policy_hidden_layer_sizes": list(config.policy_hidden_sizes),
+                    "value_hidden_layer_sizes": list(config.value_hidden_sizes), "activation": config.activation},
+    }  # fmt: skip
 
 
 # -- the worker's side: snapshots -----------------------------------------------------------------
@@ -235,7 +237,9 @@ class Snapshots:
         name = f"{self.count:04d}.pkl"
         with open(self.directory / name, "wb") as f:
             pickle.dump(payload, f)
-        common.append_line(self.directory / "snapshots.jsonl", {"wall_s": wall, "env_steps": int(env_steps), "file": name})
+        common.append_line(
+            self.directory / "snapshots.jsonl", {"wall_s": wall, "env_steps": int(env_steps), "file": name}
+        )
         self.count += 1
         self.paused_s += time.perf_counter() - start
 
@@ -276,8 +280,16 @@ def train_sb3(arm: Arm, run: dict, snaps: Snapshots) -> dict:
 
     def payload(model) -> dict:
         vec_norm = model.get_vec_normalize_env()
-        stats = {"obs_mean": vec_norm.obs_rms.mean.copy(), "obs_var": vec_norm.obs_rms.var.copy(),
-                 "clip_obs": vec_norm.clip_obs, "epsilon": vec_norm.epsilon} if vec_norm and vec_norm.norm_obs else {}
+        stats = (
+            {
+                "obs_mean": vec_norm.obs_rms.mean.copy(),
+                "obs_var": vec_norm.obs_rms.var.copy(),
+                "clip_obs": vec_norm.clip_obs,
+                "epsilon": vec_norm.epsilon,
+            }
+            if vec_norm and vec_norm.norm_obs
+            else {}
+        )
         return {"policy": copy.deepcopy(model.policy.state_dict()), **stats}  # fmt: skip
 
     class Keep(BaseCallback):
@@ -296,7 +308,9 @@ def train_sb3(arm: Arm, run: dict, snaps: Snapshots) -> dict:
         venv = DummyVecEnv([lambda: Monitor(gymnasium.make(arm.reference_id))] * n_envs)
     if norm is not None:
         venv = VecNormalize(venv, gamma=kwargs.get("gamma", 0.99), **norm)
-    model = PPO(arm.settings.get("policy", "MlpPolicy"), venv, seed=run["seed"], device="cpu", verbose=0, **kwargs)
+    model = PPO(
+        arm.settings.get("policy", "MlpPolicy"), venv, seed=run["seed"], device="cpu", verbose=0, **kwargs
+    )
     model.learn(total_timesteps=run["steps"] or n_timesteps, callback=Keep(), progress_bar=True)
     snaps.add(model.num_timesteps, payload(model))
     return {"n_envs": n_envs, "n_timesteps": run["steps"] or n_timesteps, **arm.settings}
@@ -359,7 +373,9 @@ def train_brax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
             raise OutOfTime
 
     env = gymjax.make(arm.env_id, **arm.env_kwargs)
-    settings = arm.settings | {"seed": run["seed"]} | ({"num_timesteps": run["steps"]} if run["steps"] else {})
+    settings = (
+        arm.settings | {"seed": run["seed"]} | ({"num_timesteps": run["steps"]} if run["steps"] else {})
+    )
     factory, _ = brax_networks(settings, env.observation_space.shape[0], env.action_space.shape[0])
     try:
         brax_train.train(environment=brax_adapter(env), policy_params_fn=keep, network_factory=factory,
@@ -387,7 +403,9 @@ def actor(arm: Arm, settings: dict):
         from gymjax.trainers.ppo import PPOConfig
         from gymjax.trainers.ppo.networks import make_networks
 
-        networks = make_networks(env.observation_space.shape[0], env.action_space, PPOConfig.from_dict(settings))
+        networks = make_networks(
+            env.observation_space.shape[0], env.action_space, PPOConfig.from_dict(settings)
+        )
         act = jax.jit(lambda params, obs: networks.make_policy(params, deterministic=True)(obs, None)[0])
         return lambda payload: lambda obs: np.asarray(act(payload, obs))
     if arm.kind == "brax":
@@ -395,7 +413,12 @@ def actor(arm: Arm, settings: dict):
 
         _, nets = brax_networks(settings, env.observation_space.shape[0], env.action_space.shape[0])
         make, key = networks.make_inference_fn(nets), jax.random.PRNGKey(0)
-        return lambda payload: lambda obs, f=jax.jit(make(payload, deterministic=True)): np.asarray(f(obs, key)[0])
+
+        def for_params(params):
+            policy = jax.jit(make(params, deterministic=True))
+            return lambda obs: np.asarray(policy(obs, key)[0])
+
+        return for_params
     import gymnasium
     import torch
     from stable_baselines3 import PPO
@@ -410,7 +433,11 @@ def actor(arm: Arm, settings: dict):
 
         def act(obs):
             if "obs_mean" in p:  # VecNormalize's observation normalization, with its statistics then
-                obs = np.clip((obs - p["obs_mean"]) / np.sqrt(p["obs_var"] + p["epsilon"]), -p["clip_obs"], p["clip_obs"])
+                obs = np.clip(
+                    (obs - p["obs_mean"]) / np.sqrt(p["obs_var"] + p["epsilon"]),
+                    -p["clip_obs"],
+                    p["clip_obs"],
+                )
             with torch.no_grad():
                 return model.predict(obs.astype(np.float32), deterministic=True)[0]
 
@@ -442,10 +469,13 @@ def evaluate(arm: Arm, run: dict) -> None:
     for i in chosen(snapshots, run["points"]):
         s = snapshots[i]
         payload = pickle.loads((directory / s["file"]).read_bytes())
-        result = evaluate_on_reference(play(payload), arm.env_id, arm.env_kwargs, episodes=run["episodes"], seed=10_000)
+        result = evaluate_on_reference(
+            play(payload), arm.env_id, arm.env_kwargs, episodes=run["episodes"], seed=10_000
+        )
         common.append_line(directory / "curve.jsonl", {
             "wall_s": s["wall_s"], "env_steps": s["env_steps"], "return": result["episode_return_mean"],
             "return_std": result["episode_return_std"], "length": result["episode_length_mean"],
+            "env": result["reference_env"],
         })  # fmt: skip
 
 

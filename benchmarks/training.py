@@ -22,7 +22,7 @@ Brax 0.14.2 calls ``jax.device_put_replicated``, which JAX 0.10 removed, so the 
 under another interpreter (``--brax-python``, or ``$GYMJAX_BRAX_PYTHON``) whose venv pins an
 older JAX; without one it is reported skipped. That venv, from the repository root:
 
-    python -m venv .venv-brax && .venv-brax/bin/pip install "brax==0.14.2" "jax<0.10" "jaxlib<0.10" gymnasium tqdm
+    python -m venv .venv-brax && .venv-brax/bin/pip install "brax==0.14.2" "jax<0.10" "jaxlib<0.10" gymnasium imageio tqdm
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ DEFAULT_ARMS = ["gymjax", "sb3"]
 # this project's is lower (Ant: 4,000 within 15 minutes on a 2-core CPU; Gymnasium's is 6,000).
 TARGETS = {"Pendulum-v1": -200.0, "Ant-v5": 4000.0}
 RETURN_KIND = "mean return of {episodes} deterministic episodes of Gymnasium's env per snapshot"
+RATE_KIND = "between the first and the last snapshot (the first epoch's compilation left out)"
 GRID = 100  # points of the plotted curves
 
 
@@ -61,19 +62,37 @@ def target_of(reference_id: str) -> float | None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", nargs="+", metavar="TASK", help="registered env ids or gymjax preset names")
-    p.add_argument("--arms", nargs="+", default=DEFAULT_ARMS, help="arms of benchmarks.arms.arms_for (default: %(default)s)")
+    p.add_argument(
+        "--arms",
+        nargs="+",
+        default=DEFAULT_ARMS,
+        help="arms of benchmarks.arms.arms_for (default: %(default)s)",
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     p.add_argument("--steps", type=int, help="env steps per run (default: each arm's own budget)")
-    p.add_argument("--minutes", type=float, help="wall-clock budget per run, imports and compilation included")
+    p.add_argument(
+        "--minutes", type=float, help="wall-clock budget per run, imports and compilation included"
+    )
+    p.add_argument(
+        "--target", type=float, help="the return to reach (default: per env, Gymnasium's or TARGETS)"
+    )
     p.add_argument("--episodes", type=int, default=10, help="Gymnasium episodes per evaluated snapshot")
-    p.add_argument("--points", type=int, default=20, help="snapshots evaluated per run, spread over its wall time")
-    p.add_argument("--engine", help="the JAX env's engine option (e.g. mujoco, mjx), for the arms that build it")
+    p.add_argument(
+        "--points", type=int, default=20, help="snapshots evaluated per run, spread over its wall time"
+    )
+    p.add_argument(
+        "--engine", help="the JAX env's engine option (e.g. mujoco, mjx), for the arms that build it"
+    )
     p.add_argument("--brax-python", default=os.environ.get("GYMJAX_BRAX_PYTHON"),
                    help="interpreter of a venv with Brax 0.14.2 and jax<0.10 (default: $GYMJAX_BRAX_PYTHON)")  # fmt: skip
-    p.add_argument("--timeout", type=float, help="seconds per run before it is killed (default: budget + 10 min, or 1 h)")
+    p.add_argument(
+        "--timeout", type=float, help="seconds per run before it is killed (default: budget + 10 min, or 1 h)"
+    )
     p.add_argument("--stem", default="training", help="results/<stem>.{json,md,png} (default: %(default)s)")
     p.add_argument("--out", type=pathlib.Path, default=common.RESULTS, help="results folder")
-    p.add_argument("--work", type=pathlib.Path, default=common.REPO / "runs" / "training", help="snapshots go here")
+    p.add_argument(
+        "--work", type=pathlib.Path, default=common.REPO / "runs" / "training", help="snapshots go here"
+    )
     p.add_argument("--report-only", action="store_true", help="rewrite <stem>.md and .png from <stem>.json")
 
 
@@ -107,7 +126,9 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     if args.report_only:
         record = json.loads((args.out / f"{args.stem}.json").read_text())
     else:
-        settings = {k: v for k, v in vars(args).items() if k not in ("out", "work", "brax_python", "report_only")}
+        settings = {
+            k: v for k, v in vars(args).items() if k not in ("out", "work", "brax_python", "report_only")
+        }
         record = common.new_record("training", argv, f"Training: {', '.join(args.env)}", settings)
         results = run_all(args, tasks)
         common.finish(record, results, summary(results))
@@ -134,20 +155,28 @@ def run_all(args: argparse.Namespace, tasks: dict) -> dict:
     brax_skip = brax_missing(args.brax_python)
     budget_s = args.minutes * 60 if args.minutes else None
     timeout = args.timeout or (budget_s + 600 if budget_s else 3600)
-    results: dict = {"episodes": args.episodes, "return_kind": RETURN_KIND.format(episodes=args.episodes), "tasks": {}}
+    results: dict = {
+        "episodes": args.episodes,
+        "return_kind": RETURN_KIND.format(episodes=args.episodes),
+        "tasks": {},
+    }
     runs: list[Run] = []
     for task, table in tasks.items():
         arms = {name: table[name] for name in args.arms}
         first = next(iter(arms.values()))
         entry = results["tasks"][task] = {"env_id": first.env_id, "reference_id": first.reference_id,
-                                          "target": target_of(first.reference_id), "arms": {}}  # fmt: skip
+                                          "target": args.target if args.target is not None else target_of(first.reference_id),
+                                          "arms": {}}  # fmt: skip
         for name, arm in arms.items():
             skipped = brax_skip if arm.kind == "brax" else None
             entry["arms"][name] = {"label": arm.label, "kind": arm.kind, "settings": arm.settings, "skipped": skipped,
                                    "runs": []}  # fmt: skip
             if skipped is None:
                 python = args.brax_python if arm.kind == "brax" else sys.executable
-                runs += [Run(task, arm, s, args.work / args.stem / f"{task}-{name}-seed{s}", python) for s in args.seeds]
+                runs += [
+                    Run(task, arm, s, args.work / args.stem / f"{task}-{name}-seed{s}", python)
+                    for s in args.seeds
+                ]
     finished = []
     with tqdm(runs, desc="training", unit="run") as bar:
         for run in bar:
@@ -168,7 +197,9 @@ def run_all(args: argparse.Namespace, tasks: dict) -> dict:
 def brax_missing(python: str | None) -> str | None:
     """Why the brax arm cannot run (None: it can): no interpreter given, or Brax not importable there."""
     if not python:
-        return "no --brax-python: Brax 0.14.2 needs jax<0.10 in a venv of its own (see benchmarks/training.py)"
+        return (
+            "no --brax-python: Brax 0.14.2 needs jax<0.10 in a venv of its own (see benchmarks/training.py)"
+        )
     done = common.run_process([python, "-c", "import brax, gymjax"], timeout_s=300)
     return None if done.ok else f"{python} cannot import brax and gymjax: {done.error.splitlines()[-1]}"
 
@@ -196,7 +227,9 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
         seen = common.read_new_lines(run.directory / "snapshots.jsonl", seen, snapshots.append)
         if snapshots:
             last = snapshots[-1]
-            bar.set_postfix_str(f"{run.task} {run.arm.name} seed {run.seed}: {last['env_steps']:,} steps, {last['wall_s']:.0f} s")
+            bar.set_postfix_str(
+                f"{run.task} {run.arm.name} seed {run.seed}: {last['env_steps']:,} steps, {last['wall_s']:.0f} s"
+            )
 
     load = os.getloadavg()[0]
     path = spec(run, args, budget_s)
@@ -206,7 +239,11 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
               "error": done.error, "settings": json.loads(settings_file.read_text()) if settings_file.exists() else None}  # fmt: skip
     if snapshots:
         first, last = snapshots[0], snapshots[-1]
-        rate = (last["env_steps"] - first["env_steps"]) / (last["wall_s"] - first["wall_s"]) if len(snapshots) > 1 else None
+        rate = (
+            (last["env_steps"] - first["env_steps"]) / (last["wall_s"] - first["wall_s"])
+            if len(snapshots) > 1
+            else None
+        )
         result |= {"wall_s": last["wall_s"], "env_steps": last["env_steps"], "steps_per_s": rate}
     if done.error:
         tqdm.write(f"{run.task} {run.arm.name} seed {run.seed} failed: {done.error}")
@@ -235,11 +272,11 @@ def spread(values: list[float]) -> tuple[float, float, float] | None:
 
 
 def show(values: list[float], fmt: str = ",.0f") -> str:
-    """A median with its range over seeds: ``"4,905 [4,611-5,016]"``; ``"-"`` for none."""
+    """A median with its range over seeds: ``"4,905 [4,611 to 5,016]"``; ``"-"`` for none."""
     s = spread(values)
     if s is None:
         return "-"
-    return f"{s[0]:{fmt}}" if len(values) == 1 else f"{s[0]:{fmt}} [{s[1]:{fmt}} to {s[2]:{fmt}}]"
+    return f"{s[0]:{fmt}}" if s[1] == s[2] else f"{s[0]:{fmt}} [{s[1]:{fmt}} to {s[2]:{fmt}}]"
 
 
 def reached(curve: list[dict], target: float | None) -> dict | None:
@@ -267,11 +304,15 @@ def summary(results: dict) -> list[str]:
     for task, entry in results["tasks"].items():
         target = entry["target"]
         lines += [
-            f"**{task}** ({entry['env_id']}; returns on Gymnasium's {entry['reference_id']}, target "
-            f"{'none' if target is None else f'{target:,.0f}'}):",
+            (
+                f"**{task}** ({entry['env_id']}; returns on Gymnasium's {entry['reference_id']}, target "
+                f"{'none' if target is None else f'{target:,.0f}'}):"
+            ),
             "",
-            "| arm | seeds | env steps | wall (s) | training steps/s | final return | time to target (s) "
-            "| env steps to target | seeds reaching it |",
+            (
+                "| arm | seeds | env steps | wall (s) | training steps/s | final return | time to target (s) "
+                "| env steps to target | seeds reaching it |"
+            ),
             "|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [arm_row(arm, target) for arm in entry["arms"].values()] + [""]
@@ -280,8 +321,8 @@ def summary(results: dict) -> list[str]:
         lines += [f"Failed: {'; '.join(failed)}.", ""] if failed else []
     lines.append(
         f"Return: {results['return_kind']}. Median over seeds, [min to max] beside it. Wall time from the "
-        "process launch, imports and compilation included; training steps/s between the first and the last "
-        "snapshot; time to target: the first evaluated snapshot at or above it."
+        f"process launch, imports and compilation included; training steps/s {results.get('rate_kind', RATE_KIND)}; "
+        "time to target: the first evaluated snapshot at or above it."
     )
     return lines
 
@@ -296,7 +337,9 @@ def markdown(record: dict) -> list[str]:
     for task, entry in record["results"]["tasks"].items():
         for arm in entry["arms"].values():
             for r in arm["runs"]:
-                points = "; ".join(f"{c['wall_s']:.0f} s, {c['env_steps']:,}, {c['return']:,.1f}" for c in r.get("curve", []))
+                points = "; ".join(
+                    f"{c['wall_s']:.0f} s, {c['env_steps']:,}, {c['return']:,.1f}" for c in r.get("curve", [])
+                )
                 lines.append(f"- {task}, {arm['label']}, seed {r['seed']}: {points}")
     return lines
 
@@ -324,10 +367,20 @@ def plot(record: dict, path: pathlib.Path) -> None:
             for ax, x in zip(row, ("env_steps", "wall_s")):
                 grid = np.linspace(0, max(c[x] for r in runs for c in r["curve"]), GRID)
                 mid, lo, hi = band(runs, x, grid)
-                ax.plot(grid, mid, color=f"C{i}", label=f"{arm['label']} ({len(runs)} seed{'s' * (len(runs) > 1)})")
+                ax.plot(
+                    grid,
+                    mid,
+                    color=f"C{i}",
+                    label=f"{arm['label']} ({len(runs)} seed{'s' * (len(runs) > 1)})",
+                )
                 ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
-                ax.scatter([c[x] for r in runs for c in r["curve"]], [c["return"] for r in runs for c in r["curve"]],
-                           color=f"C{i}", s=6, alpha=0.6)  # the evaluated snapshots themselves
+                ax.scatter(
+                    [c[x] for r in runs for c in r["curve"]],
+                    [c["return"] for r in runs for c in r["curve"]],
+                    color=f"C{i}",
+                    s=6,
+                    alpha=0.6,
+                )  # the evaluated snapshots themselves
         for ax, xlabel in zip(row, ("env steps", "wall time (s) from the process launch")):
             if entry["target"] is not None:
                 ax.axhline(entry["target"], color="gray", lw=0.8, ls="--")
