@@ -125,6 +125,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     tasks = check(args)
     if args.report_only:
         record = json.loads((args.out / f"{args.stem}.json").read_text())
+        record["summary"] = summary(record["results"])
     else:
         settings = {
             k: v for k, v in vars(args).items() if k not in ("out", "work", "brax_python", "report_only")
@@ -381,15 +382,26 @@ def plot(record: dict, path: pathlib.Path) -> None:
                     s=6,
                     alpha=0.6,
                 )  # the evaluated snapshots themselves
+        low, high = row[0].get_ylim()
+        # a target far above the curves (a short run's) would flatten them: named in the title instead
+        shown = entry["target"] is not None and entry["target"] <= high + (high - low)
         for ax, xlabel in zip(row, ("env steps", "wall time (s) from the process launch")):
-            if entry["target"] is not None:
+            if shown:
                 ax.axhline(entry["target"], color="gray", lw=0.8, ls="--")
             ax.set_xlabel(xlabel)
             ax.set_xlim(left=0)
             ax.grid(alpha=0.3)
         row[0].set_ylabel(f"{entry['reference_id']} return")
-        row[0].set_title(f"{task}: median over seeds, band min to max; dashed: target", fontsize=10)
-        row[1].legend(fontsize=7)
-    fig.tight_layout()
+        target = (
+            "dashed: target" if shown else "no target" if entry["target"] is None
+            else f"target {entry['target']:,.0f} off the scale"
+        )  # fmt: skip
+        row[0].set_title(f"{task}: median over seeds, band min to max; {target}", fontsize=10)
+    # one legend under the panels: inside one it hides the early curves
+    labels = {label: handle for ax in axes[:, 0] for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(labels.values(), labels.keys(), loc="lower center", ncol=2, fontsize=8, frameon=False)
+    legend_in = 0.2 * ((len(labels) + 1) // 2) + 0.15  # inches: a line per two arms, and a margin
+    fig.set_figheight(fig.get_figheight() + legend_in)
+    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
