@@ -12,7 +12,8 @@ One table, built for any registered env id (or a gymjax preset's name) by :func:
   ``rl_zoo3/hyperparams/ppo.yml`` at run time) on Gymnasium's own env;
   ``sb3_jax``: the same on the JAX env through gymjax's ``SB3VecEnv``;
 - ``brax``: Brax's ``ppo.train`` on the JAX env, with Brax's own settings where Brax publishes
-  them (:data:`BRAX_SETTINGS`), else the ``gymjax`` arm's hyperparameters (Brax's GAE).
+  them (:data:`BRAX_SETTINGS`), else the ``gymjax`` arm's hyperparameters (Brax's GAE);
+  ``brax_gymjax``: always the ``gymjax`` arm's, for training speed at equal settings.
 
 A worker (``python -m benchmarks.arms train|evaluate RUN.json``, started by
 :mod:`benchmarks.training`) trains one (arm, seed) and hands out snapshots: a pickled policy per
@@ -105,6 +106,7 @@ def arms_for(task: str, env_kwargs: dict[str, Any] | None = None) -> dict[str, A
         Arm("sb3_jax", "sb3", env_id, f"SB3 PPO, rl-zoo {zoo_id} settings, {env_id} via SB3VecEnv", zoo, True, kw),
         Arm("brax", "brax", env_id, f"Brax PPO, {'Brax' if env_id in BRAX_SETTINGS else ours} settings, {env_id}",
             BRAX_SETTINGS.get(env_id) or brax_settings(config), env_kwargs=kw),
+        Arm("brax_gymjax", "brax", env_id, f"Brax PPO, {ours} settings, {env_id}", brax_settings(config), env_kwargs=kw),
     ]  # fmt: skip
     try:
         like_sb3 = gymjax_like_sb3(zoo)

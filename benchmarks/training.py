@@ -16,7 +16,11 @@ preset); the arms are :func:`benchmarks.arms.arms_for`'s table. The committed re
     python -m benchmarks training --env ant_hour --arms gymjax --minutes 60 --stem time_to_return_hour
     python -m benchmarks training --env JaxAnt-v0 --arms gymjax_defaults gymjax_sb3 gymjax_sb3_tanh sb3 sb3_jax \\
         --steps 150000 --seeds 0 1 2 --stem learning
+    python -m benchmarks training --env ant --arms gymjax brax_gymjax sb3 sb3_jax --steps 300000 --stem ppo_train
     python -m benchmarks training --stem presets --report-only   # the report again, from the record
+
+The last but one is the PPO training speed comparison (gymjax against Brax at the same settings
+and SB3), its training steps/s column.
 
 Brax 0.14.2 calls ``jax.device_put_replicated``, which JAX 0.10 removed, so the ``brax`` arm runs
 under another interpreter (``--brax-python``, or ``$GYMJAX_BRAX_PYTHON``) whose venv pins an
