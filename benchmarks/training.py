@@ -52,7 +52,7 @@ DEFAULT_ARMS = ["gymjax", "sb3"]
 TARGETS = {"Pendulum-v1": -200.0, "Ant-v5": 4000.0}
 RETURN_KIND = "mean return of {episodes} deterministic episodes of Gymnasium's env per snapshot"
 RATE_KIND = "between the first and the last snapshot (the first epoch's compilation left out)"
-GRID = 100  # points of the plotted curves
+GRID = 400  # points of the plotted curves
 
 
 def target_of(reference_id: str) -> float | None:
@@ -350,14 +350,21 @@ def markdown(record: dict) -> list[str]:
 
 
 def band(runs: list[dict], x: str, grid: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Median, min and max over seeds of the return at each ``grid`` value of ``x`` (NaN outside a run)."""
-    curves = np.array([
-        np.interp(grid, [c[x] for c in r["curve"]], [c["return"] for c in r["curve"]], left=np.nan, right=np.nan)
-        for r in runs
-    ])  # fmt: skip
+    """Median, min and max over seeds of the return held at each ``grid`` value of ``x``.
+
+    A seed holds the return of its latest evaluated snapshot (nothing before its first); the
+    median is drawn only where every seed holds one, so a late-starting seed cannot pull it down.
+    """
+    held = []
+    for r in runs:
+        latest = np.searchsorted([c[x] for c in r["curve"]], grid, side="right") - 1
+        held.append(
+            np.where(latest >= 0, np.array([c["return"] for c in r["curve"]])[np.maximum(latest, 0)], np.nan)
+        )
+    held = np.array(held)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a column no seed reaches stays NaN
-        return np.nanmedian(curves, 0), np.nanmin(curves, 0), np.nanmax(curves, 0)
+        return np.median(held, 0), np.nanmin(held, 0), np.nanmax(held, 0)
 
 
 def plot(record: dict, path: pathlib.Path) -> None:
