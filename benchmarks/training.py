@@ -134,12 +134,20 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         settings = {
             k: v for k, v in vars(args).items() if k not in ("out", "work", "brax_python", "report_only")
         }
-        record = common.new_record("training", argv, f"Training: {', '.join(args.env)}", settings)
+        record = common.new_record("training", argv, title(settings), settings)
         results = run_all(args, tasks)
         common.finish(record, results, summary(results))
     paths = common.write(record, markdown(record), plot, args.stem, args.out)
     print("wrote " + ", ".join(map(str, paths)))
     return 0
+
+
+def title(settings: dict) -> str:
+    """``"Training: ant, 15 min, 1 seed"``: the tasks and the budget."""
+    budget = [f"{settings['steps']:,} steps"] if settings.get("steps") else []
+    budget += [f"{settings['minutes']:g} min"] if settings.get("minutes") else []
+    seeds = len(settings["seeds"])
+    return f"Training: {', '.join(settings['env'])}, {', '.join(budget or ['own budgets'])}, {seeds} seed{'s' * (seeds > 1)}"
 
 
 # -- the runner -----------------------------------------------------------------------------------
@@ -229,8 +237,8 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
 
     def poll():
         nonlocal seen
-        seen = common.read_new_lines(run.directory / "snapshots.jsonl", seen, snapshots.append)
-        if snapshots:
+        before, seen = seen, common.read_new_lines(run.directory / "snapshots.jsonl", seen, snapshots.append)
+        if seen > before:
             last = snapshots[-1]
             bar.set_postfix_str(
                 f"{run.task} {run.arm.name} seed {run.seed}: {last['env_steps']:,} steps, {last['wall_s']:.0f} s"
