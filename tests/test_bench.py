@@ -243,35 +243,3 @@ def test_the_results_page_links_committed_files_and_follows_its_json(tmp_path):
     (tmp_path / "distributed.json").write_text(json.dumps(distributed))
     changed = results_doc.page(tmp_path)
     assert "| 123,456,789 |" in changed and "| 123,456,789 |" not in text
-
-
-# -- time to a walking Ant ------------------------------------------------------------------------
-
-
-def test_time_to_return_reports_the_policy_at_and_the_best_by_each_deadline():
-    from benchmarks import time_to_return
-
-    def point(minutes, ret):
-        return {"wall_s": minutes * 60, "env_steps": int(minutes * 500_000), "return": ret, "return_std": 1.0,
-                "length": 1000.0}
-
-    long_run = {"arm": "gymjax", "seed": 0, "budget_s": 3600, "config": {}, "load_before": 1.0, "load_after": 1.5,
-                "curve": [point(1, 900.0), point(14, 4200.0), point(15, 3900.0), point(16, 4800.0),
-                          point(59, 5600.0), point(60, 5400.0)]}
-    short_run = {"arm": "sb3", "seed": 0, "budget_s": 900, "config": {}, "curve": [point(1, 300.0), point(15, 800.0)]}
-    record = {"episodes": 10, "targets": time_to_return.TARGETS, "runs": [long_run, short_run]}
-    rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]]
-            for r in results_doc.table(time_to_return.markdown(record), "| arm |")[2:]}
-    gymjax, sb3 = rows[time_to_return.ARMS["gymjax"]], rows[time_to_return.ARMS["sb3"]]
-    # at 15 minutes: the policy the run held then (3,900), and the best handed out by then (4,200 at 14)
-    assert gymjax[4:] == ["**3,900**; 4,200", "**5,400**; 5,600", "5,600"]
-    assert sb3[4:] == ["**800**; 800", "not run that long", "800"]  # a 15-minute run says nothing of the hour
-
-
-def test_time_to_return_refuses_a_budget_no_gymjax_preset_is_sized_for(capsys, tmp_path):
-    from benchmarks import time_to_return
-
-    with pytest.raises(SystemExit):
-        time_to_return.main(["--minutes", "30", "--arms", "gymjax", "--work", str(tmp_path / "work")])
-    assert "--minutes must be one of [15.0, 60.0] for the gymjax arm" in capsys.readouterr().err
-    assert not (tmp_path / "work").exists()  # refused before any work

@@ -1,10 +1,10 @@
-"""The suites: ``env``, ``adapters``, ``train``.
+"""The suites: ``env``, ``adapters`` (training is ``benchmarks.training``).
 
 Each module has ``NAME``, ``STACKS`` (:class:`~benchmarks.harness.Stack` s),
 ``INTERNAL_RATIOS``, ``default_sizes(quick, backend)`` and ``work(stack, spec,
 emit)``, which measures one stack inside a worker process.
 """
 
-from benchmarks.suites import adapters, env, train
+from benchmarks.suites import adapters, env
 
-SUITES = {module.NAME: module for module in (env, adapters, train)}
+SUITES = {module.NAME: module for module in (env, adapters)}

@@ -3,9 +3,8 @@
 
 A preset holds only the fields that differ from :class:`~gymjax.trainers.ppo.PPOConfig`'s
 defaults, its budget (``num_timesteps``) included. What each reached here (return on the JAX
-env and on Gymnasium's own, wall time, env steps) is measured by ``python -m benchmarks.presets``
-and ``python -m benchmarks.time_to_return``, recorded in ``benchmarks/results/`` (its README
-has the table).
+env and on Gymnasium's own, wall time, env steps) is measured by ``python -m benchmarks training``,
+recorded in ``benchmarks/results/presets.md`` and ``time_to_return.md`` (its README has the tables).
 """
 
 from __future__ import annotations

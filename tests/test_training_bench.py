@@ -1,0 +1,110 @@
+"""The training benchmark (``python -m benchmarks training``): a quick run of two cheap arms, its
+time to target, rl-zoo's settings as SB3 takes them, and its refusals of bad flags."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from benchmarks import arms, training
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    training.add_arguments(p)
+    return p.parse_args(argv)
+
+
+def test_a_quick_run_writes_curves_evaluated_on_gymnasium_with_their_time_to_target(tmp_path):
+    argv = ["--env", "cartpole", "--arms", "gymjax", "sb3", "--steps", "3000", "--points", "3", "--episodes", "2",
+            "--out", str(tmp_path), "--work", str(tmp_path / "work"), "--stem", "quick"]  # fmt: skip
+    assert training.main(parse(argv), argv) == 0
+    record = json.loads((tmp_path / "quick.json").read_text())
+    assert record["command"][:4] == ["python", "-m", "benchmarks", "training"]
+    task = record["results"]["tasks"]["cartpole"]
+    assert (task["env_id"], task["reference_id"], task["target"]) == ("JaxCartPole-v0", "CartPole-v1", 475.0)
+    assert set(task["arms"]) == {"gymjax", "sb3"}
+    for name, arm in task["arms"].items():
+        (run,) = arm["runs"]
+        assert run["error"] is None, run["error"]
+        curve = run["curve"]
+        assert len(curve) >= 2, name
+        walls, steps = [c["wall_s"] for c in curve], [c["env_steps"] for c in curve]
+        assert walls == sorted(walls) and steps == sorted(steps) and len(set(steps)) == len(steps), name
+        assert steps[-1] == run["env_steps"] >= 3000, name
+        # Played on Gymnasium's CartPole-v1: each episode's return is its length, 1 to 500.
+        played = [json.loads(line) for line in (tmp_path / "work" / "quick" / f"cartpole-{name}-seed0" / "curve.jsonl")
+                  .read_text().splitlines()]  # fmt: skip
+        assert {p["env"] for p in played} == {"CartPole-v1"}
+        assert all(p["return"] == p["length"] and 1 <= p["return"] <= 500 for p in played)
+        hit = training.reached(curve, 475.0)
+        row = training.arm_row(arm, 475.0)
+        assert row.endswith(f"| {1 if hit else 0}/1 |")
+        if hit:
+            assert f"| {hit['env_steps']:,} |" in row
+    assert (tmp_path / "quick.md").read_text().count("| gymjax PPO, preset cartpole") == 1
+    assert (tmp_path / "quick.png").stat().st_size > 0
+
+
+def test_time_to_target_is_the_first_evaluated_point_at_or_above_it_and_the_summary_spreads_the_seeds():
+    def run(seed, returns):
+        curve = [{"wall_s": 10.0 * (i + 1), "env_steps": 1000 * (i + 1), "return": r, "return_std": 0.0}
+                 for i, r in enumerate(returns)]  # fmt: skip
+        return {"seed": seed, "curve": curve, "wall_s": curve[-1]["wall_s"], "env_steps": curve[-1]["env_steps"],
+                "steps_per_s": 100.0, "error": None}  # fmt: skip
+
+    arm = {
+        "label": "A",
+        "skipped": None,
+        "runs": [run(0, [10, 480, 400]), run(1, [10, 20, 500]), run(2, [1, 2, 3])],
+    }
+    assert training.reached(arm["runs"][0]["curve"], 475.0)["env_steps"] == 2000  # not the best (none later)
+    assert training.reached(arm["runs"][2]["curve"], 475.0) is None
+    # two seeds reach it, at 20 s and 30 s: median 25 [20 to 30]; final returns 400, 500, 3
+    assert training.arm_row(arm, 475.0) == (
+        "| A | 3 | 3,000 | 30 | 100 | 400.0 [3.0 to 500.0] | 25 [20 to 30] | 2,500 [2,000 to 3,000] | 2/3 |"
+    )
+    skipped = {"label": "B", "skipped": "no --brax-python", "runs": []}
+    assert training.arm_row(skipped, 475.0).startswith("| B | skipped: no --brax-python |")
+
+
+def test_sb3_arms_take_rl_zoo_settings_as_rl_zoo_reads_them():
+    zoo_id, entry = arms.zoo_settings("Ant-v5")  # the zoo lists Ant at -v4
+    assert zoo_id == "Ant-v4" and entry["normalize"] is True
+    kwargs, n_envs, n_timesteps, norm = arms.sb3_kwargs(arms.zoo_settings("CartPole-v1")[1])
+    assert (n_envs, n_timesteps, norm) == (8, 100_000, None)
+    assert kwargs["learning_rate"](1.0) == pytest.approx(1e-3) and kwargs["learning_rate"](
+        0.5
+    ) == pytest.approx(5e-4)
+    like = arms.gymjax_like_sb3(entry)
+    assert (like["num_envs"], like["unroll_length"], like["num_minibatches"]) == (
+        1,
+        2048,
+        32,
+    )  # 2048 / batch 64
+    assert like["normalize_rewards"] and like["policy_distribution"] == "normal"
+    with pytest.raises(ValueError, match="does not express"):
+        arms.gymjax_like_sb3(arms.zoo_settings("CartPole-v1")[1])  # a clip-range schedule
+    assert "gymjax_sb3" not in arms.arms_for("cartpole") and "gymjax_sb3" in arms.arms_for("JaxAnt-v0")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--env", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
+        (["--env", "cartpole", "--arms", "dqn"], "no arm ['dqn'] for cartpole"),
+        (["--env", "cartpole", "--steps", "0"], "--steps must be > 0"),
+        (["--env", "cartpole", "--brax-python", "/nonexistent/python"], "is not a file"),
+        ([], "--env TASK... is required"),
+    ],
+)
+def test_bad_flags_are_refused_before_any_work(argv, message, tmp_path):
+    with pytest.raises(SystemExit, match=message.replace("[", r"\[").replace("]", r"\]")):
+        training.main(parse([*argv, "--out", str(tmp_path)]), argv)
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_brax_arm_is_skipped_with_its_reason_without_an_interpreter():
+    assert "--brax-python" in training.brax_missing(None)
