@@ -156,15 +156,35 @@ def sb3_kwargs(zoo: dict) -> tuple[dict, int, int, dict | None]:
     n_envs, n_timesteps = int(h.pop("n_envs", 1)), int(h.pop("n_timesteps", 1_000_000))
     normalize = h.pop("normalize", False)
     if isinstance(normalize, str):
-        normalize = eval(normalize)  # rl-zoo writes e.g. "{'norm_obs': True, 'norm_reward': False}"
+        normalize = _zoo_expression(normalize, nn)  # e.g. "{'norm_obs': True, 'norm_reward': False}"
     h.pop("policy", None)
     for key in ("learning_rate", "clip_range"):
         if isinstance(h.get(key), str) and h[key].startswith("lin_"):
             h[key] = linear_schedule(float(h[key][4:]))
     if isinstance(h.get("policy_kwargs"), str):
-        h["policy_kwargs"] = eval(h["policy_kwargs"], {"nn": nn, "dict": dict})
+        h["policy_kwargs"] = _zoo_expression(h["policy_kwargs"], nn)
     norm = (normalize if isinstance(normalize, dict) else {}) if normalize else None
     return h, n_envs, n_timesteps, norm
+
+
+def _zoo_expression(text: str, nn) -> Any:
+    """One of rl-zoo's Python-valued settings (``dict(net_arch=[64, 64], activation_fn=nn.Tanh)``),
+    read without executing it: literals, ``dict(...)`` calls and ``nn.<Module>`` names only."""
+    import ast
+
+    def value(node: ast.AST) -> Any:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+            return {k.arg: value(k.value) for k in node.keywords}
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "nn":
+            return getattr(nn, node.attr)
+        if isinstance(node, ast.Dict):
+            return {value(k): value(v) for k, v in zip(node.keys, node.values, strict=True)}
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [value(x) for x in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        return ast.literal_eval(node)  # refuses anything else (a call, a name) with a ValueError
+
+    return value(ast.parse(text, mode="eval").body)
 
 
 def gymjax_like_sb3(zoo: dict) -> dict:
