@@ -551,6 +551,7 @@ class Session:
             raise ValueError(f"render_mode must be None or one of {modes}, got {self.render_mode!r}")
         human = self.render_mode == "human"
         self._window = _Window(self.base.metadata.get("render_fps", 30)) if human else None
+        self.size = (options.width, options.height)  # the simulator view reads it too
         if program is None:
             jax_env, limited = stack(self.base, self.batched, options)
             program = _Program(self.base, jax_env, self.num_envs, self.batched, self.autoreset_mode, limited)
@@ -709,7 +710,7 @@ class Session:
             return None
         if self.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
-        size = {k: v for k, v in (("width", self.options.width), ("height", self.options.height)) if v is not None}
+        size = {k: v for k, v in zip(("width", "height"), self.size) if v is not None}  # else the env's own
         host = jax.device_get(self.state)
         if self._window is not None:
             self._window.show(self.base.render(host, **size))
