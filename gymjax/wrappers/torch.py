@@ -181,6 +181,7 @@ class TorchVectorEnv(_TorchOutputs, GymnasiumVectorEnv):
     env ``i`` with ``s + i``.
     """
 
+    # Same-step, unlike the NumPy vector env: info["final_obs"] is what a CleanRL-style loop bootstraps from.
     DEFAULTS = SessionOptions(autoreset_mode=AutoResetMode.SAME_STEP)
 
     def __init__(self, env: Env | str, num_envs: int, device: torch.device | str | None = None, copy: bool = False,
