@@ -14,7 +14,8 @@ import numbers
 from typing import Any
 
 
-def _fail(owner: object, name: str, wanted: str, value: Any) -> ValueError:
+def invalid(owner: object, name: str, wanted: str, value: Any) -> ValueError:
+    """The error for a bad option: the owner, the option, what it takes and what it got."""
     return ValueError(f"{type(owner).__name__}: {name} must be {wanted}, got {value!r} ({type(value).__name__})")
 
 
@@ -22,21 +23,24 @@ def real(owner: object, name: str, value: Any, *, minimum: float | None = None) 
     """A finite real number (not a bool or a string), at least ``minimum`` if given."""
     wanted = "a real number" + (f" >= {minimum:g}" if minimum is not None else "")
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise _fail(owner, name, wanted, value)
+        raise invalid(owner, name, wanted, value)
     if minimum is not None and value < minimum:
-        raise _fail(owner, name, wanted, value)
+        raise invalid(owner, name, wanted, value)
     return float(value)
 
 
-def integer(owner: object, name: str, value: Any, *, minimum: int = 1) -> int:
+def integer(owner: object, name: str, value: Any, *, minimum: int = 1, optional: bool = False) -> int | None:
+    """An int (not a bool) of at least ``minimum``; or None, when ``optional``."""
+    if optional and value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise _fail(owner, name, f"an int >= {minimum}", value)
+        raise invalid(owner, name, ("None or " if optional else "") + f"an int >= {minimum}", value)
     return int(value)
 
 
 def flag(owner: object, name: str, value: Any) -> bool:
     if not (isinstance(value, bool) or getattr(value, "dtype", None) == bool):  # NumPy's bool too
-        raise _fail(owner, name, "True or False", value)
+        raise invalid(owner, name, "True or False", value)
     return bool(value)
 
 
@@ -44,10 +48,10 @@ def interval(owner: object, name: str, value: Any) -> tuple[float, float]:
     """A pair ``(low, high)`` of real numbers with ``low < high`` (infinities allowed)."""
     wanted = "a pair (low, high) of real numbers with low < high"
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise _fail(owner, name, wanted, value)
+        raise invalid(owner, name, wanted, value)
     low, high = value
     if any(isinstance(x, bool) or not isinstance(x, numbers.Real) or math.isnan(x) for x in (low, high)):
-        raise _fail(owner, name, wanted, value)
+        raise invalid(owner, name, wanted, value)
     if not low < high:
-        raise _fail(owner, name, wanted, value)
+        raise invalid(owner, name, wanted, value)
     return float(low), float(high)

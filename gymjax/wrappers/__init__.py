@@ -1,5 +1,5 @@
 """Wrappers: pure-JAX env transforms (:mod:`.training`) and adapters to other
-frameworks (:mod:`.gymnasium`).
+frameworks (:mod:`.gymnasium`), whose settings are one :class:`SessionOptions`.
 
 The torch and Stable-Baselines3 adapters need optional packages (extras ``torch``
 and ``sb3``), so they are not imported here: import them by name,
@@ -8,6 +8,7 @@ and ``sb3``), so they are not imported here: import them by name,
 torch nor stable_baselines3.
 """
 
+from gymjax.wrappers.session import SessionOptions
 from gymjax.wrappers.training import (
     ActionRepeat,
     AutoReset,
@@ -26,6 +27,7 @@ __all__ = [
     "AutoResetMode",
     "DomainRandomization",
     "EpisodeWrapper",
+    "SessionOptions",
     "VmapWrapper",
     "make_eval_env",
     "next_reset_key",

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import dataclasses
+
 import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
@@ -31,8 +33,8 @@ from gymnasium.vector.utils import batch_space
 
 from gymjax.core import Env
 from gymjax.wrappers.mujoco_view import DEPTH_MODES, SimulatorView, is_mujoco
-from gymjax.wrappers.session import HostStep, Presenter, Session, check_action, check_seed
-from gymjax.wrappers.training import AutoResetMode, RandomizationFn
+from gymjax.wrappers.session import Presenter, Session, SessionOptions, StepView, check_action, check_seed
+from gymjax.wrappers.training import AutoResetMode
 
 _GYMNASIUM_MODES = {AutoResetMode.SAME_STEP: AutoresetMode.SAME_STEP, AutoResetMode.NEXT_STEP: AutoresetMode.NEXT_STEP}
 
@@ -71,18 +73,17 @@ class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
 
     Args:
         env: a gymjax env, or a registered id such as ``"JaxAnt-v0"``.
-        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window); MuJoCo envs
-            also ``"depth_array"`` (float32 ``[height, width]``, the depth buffer in [0, 1]) and
-            ``"rgbd_tuple"`` (``(rgb, depth)``), as Gymnasium's MuJoCo envs.
-        max_episode_steps: a time limit applied in JAX; by default none, since
-            ``gymnasium.make`` adds its ``TimeLimit`` wrapper.
-        action_repeat: each agent step is ``action_repeat`` env steps.
-        randomization_fn: domain randomization, drawn at each reset (see
-            :class:`~gymjax.wrappers.training.DomainRandomization`).
-        width, height: size of rendered frames: by default 480 x 480 for MuJoCo envs (Gymnasium's
-            default), and for classic-control envs Gymnasium's fixed size (CartPole's 600 x 400),
-            which a width or height given resizes.
-        **env_kwargs: the env's constructor options (``ctrl_cost_weight=...``).
+        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+            default :attr:`DEFAULTS`.
+        **kwargs: any field of the options, in place of its value (``render_mode``,
+            ``max_episode_steps``, ``action_repeat``, ``randomization_fn``, ``width``, ``height``),
+            and the env's constructor options (``ctrl_cost_weight=...``).
+
+    ``render_mode``: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window); MuJoCo envs
+    also ``"depth_array"`` (float32 ``[height, width]``, the depth buffer in [0, 1]) and
+    ``"rgbd_tuple"`` (``(rgb, depth)``), as Gymnasium's MuJoCo envs. Frames are by default
+    480 x 480 for MuJoCo envs (Gymnasium's default), and for classic-control envs Gymnasium's
+    fixed size (CartPole's 600 x 400), which a width or height given resizes.
 
     ``env.unwrapped`` answers what Gymnasium's envs are asked, with Gymnasium's meaning at
     the current state (:mod:`gymjax.wrappers.mujoco_view`): MuJoCo envs ``model``, ``data``
@@ -98,29 +99,15 @@ class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
     # Read by gymnasium.make before an instance exists; instances narrow it.
     metadata = {"render_modes": ["rgb_array", "human", *DEPTH_MODES]}
     _base_np_random = gymnasium.Env.np_random
+    # No time limit in JAX: gymnasium.make adds its TimeLimit wrapper.
+    DEFAULTS = SessionOptions()
 
-    def __init__(
-        self,
-        env: Env | str,
-        render_mode: str | None = None,
-        max_episode_steps: int | None = None,
-        action_repeat: int = 1,
-        randomization_fn: RandomizationFn | None = None,
-        width: int | None = None,
-        height: int | None = None,
-        **env_kwargs: Any,
-    ):
-        self.session = Session(
-            env,
-            max_episode_steps=max_episode_steps,
-            action_repeat=action_repeat,
-            randomization_fn=randomization_fn,
-            # Depth is drawn by the view (SimulatorView.render_view); the session draws colour.
-            render_mode="rgb_array" if render_mode in DEPTH_MODES else render_mode,
-            width=width,
-            height=height,
-            env_kwargs=env_kwargs,
-        )
+    def __init__(self, env: Env | str, *, options: SessionOptions | None = None, **kwargs: Any):
+        options, env_kwargs = SessionOptions.split(options, self.DEFAULTS, kwargs)
+        render_mode = options.render_mode
+        if render_mode in DEPTH_MODES:  # drawn by the view (SimulatorView.render_view); the session draws colour
+            options = dataclasses.replace(options, render_mode="rgb_array")
+        self.session = Session(env, options=options, env_kwargs=env_kwargs)
         base = self.session.base
         modes = self.session.render_modes() + (list(DEPTH_MODES) if is_mujoco(base) else [])
         if render_mode in DEPTH_MODES and render_mode not in modes:
@@ -167,13 +154,14 @@ class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEn
     Args:
         env: a gymjax env, or a registered id.
         num_envs: batch size.
-        max_episode_steps: time limit; defaults to the env's registered one.
-        render_mode: ``None`` or ``"rgb_array"`` (``render()`` gives one frame per env).
-        randomization_fn: domain randomization, drawn per env at each reset.
-        action_repeat: agent steps are ``action_repeat`` env steps.
-        autoreset_mode: ``AutoresetMode.NEXT_STEP`` (default, as ``SyncVectorEnv``'s) or
-            ``SAME_STEP`` (Gymnasium's enum, or ``"next_step"`` / ``"same_step"``).
-        **env_kwargs: the env's constructor options.
+        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+            default :attr:`DEFAULTS`.
+        **kwargs: any field of the options, in place of its value, and the env's constructor
+            options: ``max_episode_steps`` (default: the env's registered one), ``render_mode``
+            (``None`` or ``"rgb_array"``: ``render()`` gives one frame per env),
+            ``randomization_fn``, ``action_repeat``, ``width``, ``height``, and ``autoreset_mode``:
+            ``AutoresetMode.NEXT_STEP`` (default, as ``SyncVectorEnv``'s) or ``SAME_STEP``
+            (Gymnasium's enum, or ``"next_step"`` / ``"same_step"``).
 
     Outputs are NumPy: observations ``[N, *obs_shape]`` float32, rewards float32,
     terminations and truncations bool.
@@ -181,35 +169,15 @@ class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEn
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
     _base_np_random = gymnasium.vector.VectorEnv.np_random
+    # Gymnasium's default, which clients (RLlib, loops written for SyncVectorEnv) assume unchecked.
+    DEFAULTS = SessionOptions(autoreset_mode=AutoResetMode.NEXT_STEP)
 
-    def __init__(
-        self,
-        env: Env | str,
-        num_envs: int,
-        max_episode_steps: int | None = None,
-        render_mode: str | None = None,
-        randomization_fn: RandomizationFn | None = None,
-        action_repeat: int = 1,
-        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        width: int | None = None,
-        height: int | None = None,
-        **env_kwargs: Any,
-    ):
-        self.session = Session(
-            env,
-            num_envs,
-            max_episode_steps=max_episode_steps,
-            action_repeat=action_repeat,
-            randomization_fn=randomization_fn,
-            autoreset_mode=autoreset_mode,
-            render_mode=render_mode,
-            width=width,
-            height=height,
-            env_kwargs=env_kwargs,
-        )
+    def __init__(self, env: Env | str, num_envs: int, *, options: SessionOptions | None = None, **kwargs: Any):
+        options, env_kwargs = SessionOptions.split(options, self.DEFAULTS, kwargs)
+        self.session = Session(env, num_envs, options, env_kwargs=env_kwargs)
         base = self.session.base
         self.num_envs = self.session.num_envs
-        self.render_mode = render_mode
+        self.render_mode = options.render_mode
         # Gymnasium's vector envs and wrappers read it as an attribute, and from metadata.
         self.autoreset_mode = _GYMNASIUM_MODES[self.session.autoreset_mode]
         self.metadata = {**base.metadata, "autoreset_mode": self.autoreset_mode}
@@ -235,11 +203,11 @@ class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEn
         out = self.session.fetch()
         return out.obs, out.reward, out.terminated, out.truncated, self._infos(out)
 
-    def _infos(self, out: HostStep) -> dict[str, Any]:
+    def _infos(self, out: StepView) -> dict[str, Any]:
         infos: dict[str, Any] = {}
         for k, value in out.info.items():
             # Envs that just reset report their reset info, which lacks step-only keys.
-            mask = ~out.restarted if k in self.session.step_only_keys else np.ones(self.num_envs, bool)
+            mask = ~self.session.restarted if k in self.session.step_only_keys else np.ones(self.num_envs, bool)
             if mask.any():
                 infos[k], infos[f"_{k}"] = _masked(value, mask), mask
         done = out.done

@@ -27,8 +27,7 @@ import pettingzoo
 
 from gymjax import envs
 from gymjax.core import Env, check_agents
-from gymjax.wrappers.session import Presenter, Session, check_action
-from gymjax.wrappers.training import RandomizationFn
+from gymjax.wrappers.session import Presenter, Session, SessionOptions, check_action
 
 
 def _multi_agent(env: Env | str) -> Env | str:
@@ -75,13 +74,12 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
 
     Args:
         env: a functional multi-agent env, or a registered id (``"JaxMultiAnt-v0"``).
-        max_episode_steps: time limit; defaults to the env's registered one (1000).
-        render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (a pygame window).
-        action_repeat: each agent step is ``action_repeat`` env steps.
-        randomization_fn: domain randomization, drawn at each reset.
-        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
-            MuJoCo, CartPole's 600 x 400, ...).
-        **env_kwargs: the env's options (``agent_conf="4x2"``, ``solver="fast"``, ...).
+        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+            default :attr:`DEFAULTS`, whose ``time_limit`` is the env's registered one (1000).
+        **kwargs: any field of the options, in place of its value (``max_episode_steps``,
+            ``render_mode``: ``None``, ``"rgb_array"`` or ``"human"``, a pygame window;
+            ``action_repeat``, ``randomization_fn``, ``width``, ``height``), and the env's
+            options (``agent_conf="4x2"``, ``solver="fast"``, ...).
 
     Like MaMuJoCo: every agent gets the shared reward, the same ``terminated``
     and ``truncated``, and a copy of the env's info; ``agents`` is emptied on the
@@ -89,32 +87,15 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
     ``reset`` accepts ``options`` and ignores them, as MaMuJoCo's Ant does.
     """
 
-    def __init__(
-        self,
-        env: Env | str = "JaxMultiAnt-v0",
-        max_episode_steps: int | None = None,
-        render_mode: str | None = None,
-        action_repeat: int = 1,
-        randomization_fn: RandomizationFn | None = None,
-        width: int | None = None,
-        height: int | None = None,
-        **env_kwargs: Any,
-    ):
-        self.session = Session(
-            _multi_agent(env),
-            max_episode_steps=max_episode_steps,
-            time_limit=True,
-            action_repeat=action_repeat,
-            randomization_fn=randomization_fn,
-            render_mode=render_mode,
-            width=width,
-            height=height,
-            env_kwargs=env_kwargs,
-            make=envs.make_multi,
-        )
+    # No framework wrapper adds a time limit here (MaMuJoCo's envs apply their own): it runs in JAX.
+    DEFAULTS = SessionOptions(time_limit=True)
+
+    def __init__(self, env: Env | str = "JaxMultiAnt-v0", *, options: SessionOptions | None = None, **kwargs: Any):
+        options, env_kwargs = SessionOptions.split(options, self.DEFAULTS, kwargs)
+        self.session = Session(_multi_agent(env), options=options, env_kwargs=env_kwargs, make=envs.make_multi)
         self._init_spaces(env)
         self.metadata["render_modes"] = self.session.render_modes()
-        self.render_mode = render_mode
+        self.render_mode = options.render_mode
         self.agents: list[str] = []
         base = self.session.base
         self._global_state = jax.jit(base.global_state) if hasattr(base, "global_state") else None
@@ -166,13 +147,9 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
     Args:
         env: a functional multi-agent env, or a registered id.
         num_envs: batch size ``N``.
-        max_episode_steps: time limit; defaults to the env's registered one.
-        render_mode: ``None`` or ``"rgb_array"`` (``render()`` gives one frame per env).
-        action_repeat: each agent step is ``action_repeat`` env steps.
-        randomization_fn: domain randomization, drawn per env at each reset.
-        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
-            MuJoCo, CartPole's 600 x 400, ...).
-        **env_kwargs: the env's options.
+        options, **kwargs: as :class:`PettingZooEnv` (``max_episode_steps`` defaults to the env's
+            registered one; ``render()`` gives one frame per env); ``autoreset_mode`` must be
+            ``SAME_STEP``.
 
     ``reset(seed=s)`` returns ``(obs, infos)``; ``step(actions)`` with ``actions``
     a dict ``agent -> [N, n_actions]`` returns ``(obs, rewards, terminations,
@@ -192,32 +169,15 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
     Agents are never removed: the copies end at different times.
     """
 
-    def __init__(
-        self,
-        env: Env | str = "JaxMultiAnt-v0",
-        num_envs: int = 1,
-        max_episode_steps: int | None = None,
-        render_mode: str | None = None,
-        action_repeat: int = 1,
-        randomization_fn: RandomizationFn | None = None,
-        width: int | None = None,
-        height: int | None = None,
-        **env_kwargs: Any,
-    ):
-        self.session = Session(
-            _multi_agent(env),
-            num_envs,
-            max_episode_steps=max_episode_steps,
-            action_repeat=action_repeat,
-            randomization_fn=randomization_fn,
-            render_mode=render_mode,
-            width=width,
-            height=height,
-            env_kwargs=env_kwargs,
-            make=envs.make_multi,
-        )
+    DEFAULTS = SessionOptions()
+
+    def __init__(self, env: Env | str = "JaxMultiAnt-v0", num_envs: int = 1, *, options: SessionOptions | None = None,
+                 **kwargs: Any):
+        options, env_kwargs = SessionOptions.split(options, self.DEFAULTS, kwargs)
+        options.refuse_next_step(type(self).__name__)
+        self.session = Session(_multi_agent(env), num_envs, options, env_kwargs=env_kwargs, make=envs.make_multi)
         self._init_spaces(env)
-        self.render_mode = render_mode
+        self.render_mode = options.render_mode
         self.agents = list(self.possible_agents)
         self.num_envs = self.session.num_envs
 

@@ -36,8 +36,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from gymjax.core import Env, Wrapper
-from gymjax.wrappers.session import Presenter, Session, check_action
-from gymjax.wrappers.training import RandomizationFn
+from gymjax.wrappers.session import Presenter, Session, SessionOptions, check_action
 
 # What a DummyVecEnv of Monitor(gymnasium.make(id)) envs has around each env, and
 # this adapter does in JAX and on the host: env_is_wrapped answers for these.
@@ -50,13 +49,12 @@ class SB3VecEnv(Presenter, VecEnv):
     Args:
         env: a gymjax env, or a registered id such as ``"JaxCartPole-v0"``.
         num_envs: batch size ``N``.
-        max_episode_steps: time limit; defaults to the env's registered one.
-        render_mode: ``None`` or ``"rgb_array"``.
-        randomization_fn: domain randomization, drawn per env at each reset.
-        action_repeat: each agent step is ``action_repeat`` env steps.
-        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
-            MuJoCo, CartPole's 600 x 400, ...).
-        **env_kwargs: the env's constructor options.
+        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+            default :attr:`DEFAULTS`. Its ``autoreset_mode`` must be ``SAME_STEP``, SB3's.
+        **kwargs: any field of the options, in place of its value (``max_episode_steps``, by
+            default the env's registered one; ``render_mode``: ``None`` or ``"rgb_array"``;
+            ``randomization_fn``, ``action_repeat``, ``width``, ``height``), and the env's
+            constructor options.
 
     ``get_attr`` reads attributes of the (shared) gymjax env and its wrappers, or
     values stored by ``set_attr``; ``set_attr`` refuses names the jitted step has compiled in, since
@@ -64,32 +62,17 @@ class SB3VecEnv(Presenter, VecEnv):
     finds. Actions are checked like the Gymnasium adapters check them.
     """
 
-    def __init__(
-        self,
-        env: Env | str,
-        num_envs: int,
-        max_episode_steps: int | None = None,
-        render_mode: str | None = None,
-        randomization_fn: RandomizationFn | None = None,
-        action_repeat: int = 1,
-        width: int | None = None,
-        height: int | None = None,
-        **env_kwargs: Any,
-    ):
-        self.session = Session(
-            env,
-            num_envs,
-            max_episode_steps=max_episode_steps,
-            action_repeat=action_repeat,
-            randomization_fn=randomization_fn,
-            render_mode=render_mode,
-            width=width,
-            height=height,
-            env_kwargs=env_kwargs,
-        )
+    DEFAULTS = SessionOptions()
+
+    def __init__(self, env: Env | str, num_envs: int, *, options: SessionOptions | None = None, **kwargs: Any):
+        options, env_kwargs = SessionOptions.split(options, self.DEFAULTS, kwargs)
+        options.refuse_next_step(type(self).__name__)
+        self.session = Session(env, num_envs, options, env_kwargs=env_kwargs)
         base = self.session.base
         # Read by VecEnv.__init__ (get_attr("render_mode")), so set before it.
-        self._env_attrs: list[dict[str, Any]] = [{"render_mode": render_mode} for _ in range(self.session.num_envs)]
+        self._env_attrs: list[dict[str, Any]] = [
+            {"render_mode": options.render_mode} for _ in range(self.session.num_envs)
+        ]
         super().__init__(self.session.num_envs, base.observation_space, base.action_space)
         # DummyVecEnv takes its envs' metadata; SB3 shows "human" frames itself, from get_images.
         self.metadata = {**base.metadata, "render_modes": self.session.render_modes(single=True)}

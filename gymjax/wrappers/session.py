@@ -27,6 +27,7 @@ one :class:`_Program` (its jitted functions and JAX env), so that a hundred
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import os
 import sys
@@ -39,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax import envs
+from gymjax.envs import options as checks
 from gymjax.core import Env, EpisodeStatistics, State
 from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
 from gymjax.wrappers.training import (
@@ -161,6 +163,82 @@ def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | 
     return [seed + i for i in range(num_envs)]
 
 
+@dataclasses.dataclass(frozen=True)
+class SessionOptions:
+    """How a :class:`Session` runs its env, the same in every adapter; checked when made, before
+    any env is built (what depends on the env, such as its render modes, when the env is).
+
+    Attributes:
+        max_episode_steps: time limit in agent steps, applied in JAX; None: the registered one for
+            a batch, none for a single env unless ``time_limit``.
+        time_limit: a single env gets the registered time limit, in JAX (a batch always has one).
+        action_repeat: each agent step is ``action_repeat`` env steps.
+        randomization_fn: domain randomization, ``fn(params, key) -> params``, drawn per env at each
+            reset (see :class:`~gymjax.wrappers.training.DomainRandomization`).
+        autoreset_mode: when a batch's ended episodes restart: an
+            :class:`~gymjax.wrappers.training.AutoResetMode`, Gymnasium's ``AutoresetMode``, or
+            ``"same_step"`` / ``"next_step"`` (kept as an ``AutoResetMode``). A single env has no
+            auto-reset.
+        render_mode: None or one of the env's render modes.
+        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
+            MuJoCo, CartPole's 600 x 400, ...).
+
+    Each adapter starts from its own ``DEFAULTS`` (Gymnasium's vector env: ``NEXT_STEP``, as
+    ``SyncVectorEnv``; the torch single env: ``time_limit``); an options object given to an adapter
+    replaces them, and option keywords replace its fields (:meth:`split`).
+    """
+
+    max_episode_steps: int | None = None
+    time_limit: bool = False
+    action_repeat: int = 1
+    randomization_fn: RandomizationFn | None = None
+    autoreset_mode: AutoResetMode = AutoResetMode.SAME_STEP
+    render_mode: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+    def __post_init__(self):
+        checked = {
+            "max_episode_steps": checks.integer(self, "max_episode_steps", self.max_episode_steps, optional=True),
+            "time_limit": checks.flag(self, "time_limit", self.time_limit),
+            "action_repeat": checks.integer(self, "action_repeat", self.action_repeat),
+            "autoreset_mode": AutoResetMode.of(self.autoreset_mode),
+            "width": checks.integer(self, "width", self.width, optional=True),
+            "height": checks.integer(self, "height", self.height, optional=True),
+        }
+        if self.randomization_fn is not None and not callable(self.randomization_fn):
+            raise checks.invalid(self, "randomization_fn", "None or a function (params, key) -> params",
+                                 self.randomization_fn)
+        if self.render_mode is not None and not isinstance(self.render_mode, str):
+            raise checks.invalid(self, "render_mode", "None or a mode's name, such as 'rgb_array'", self.render_mode)
+        for name, value in checked.items():  # frozen: the checked values are set as the dataclass sets fields
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def split(cls, options: SessionOptions | None, defaults: SessionOptions,
+              kwargs: dict[str, Any]) -> tuple[SessionOptions, dict[str, Any]]:
+        """An adapter's arguments as its session's options and the env's: ``options`` (None: the
+        adapter's ``defaults``) with the fields ``kwargs`` names replaced, and the other keywords
+        (``ctrl_cost_weight=...``)."""
+        options = defaults if options is None else cls.check(options)
+        names = {field.name for field in dataclasses.fields(cls)}
+        given = {k: v for k, v in kwargs.items() if k in names}
+        return dataclasses.replace(options, **given), {k: v for k, v in kwargs.items() if k not in names}
+
+    @classmethod
+    def check(cls, options: Any) -> SessionOptions:
+        if not isinstance(options, cls):
+            raise TypeError(f"options must be a {cls.__name__}, got {options!r} ({type(options).__name__})")
+        return options
+
+    def refuse_next_step(self, adapter: str) -> None:
+        """For the adapters whose step reports the ended episode's last observation (SB3's and
+        PettingZoo's vector envs): they reset an env in the step that ends its episode."""
+        if self.autoreset_mode is not AutoResetMode.SAME_STEP:
+            raise ValueError(f"{adapter} resets an env in the step that ends its episode: autoreset_mode must be "
+                             f"'same_step', got {self.autoreset_mode.name.lower()!r}")
+
+
 def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
     """The functional env: ``env`` itself, or the registered id built with its options."""
     if isinstance(env, str):
@@ -170,29 +248,27 @@ def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
     return env
 
 
-class HostStep(NamedTuple):
-    """What one step (or reset) hands to the host, as NumPy arrays.
+class StepView(NamedTuple):
+    """What one step hands to the adapters: JAX arrays on the device (:meth:`Session.view`, which
+    the torch adapters read) or the same as NumPy on the host (:meth:`Session.fetch`).
 
-    ``restarted`` marks the envs whose ``obs`` and ``info`` are a reset's (the
-    ended ones in same-step mode, those that ended the step before in next-step
-    mode). ``final_obs`` / ``final_info``: the observation and info each env's step
-    reached before any same-step reset (None in next-step mode and for a single
-    env). ``episode``: each env's episode statistics as of this step's end (the
-    ended episode's where one ended); None without a time limit.
+    ``final_obs`` / ``final_info``: the observation and info each env's step reached
+    before any same-step reset (None in next-step mode and for a single env).
+    ``episode``: each env's episode statistics as of this step's end (the ended
+    episode's where one ended); None without a time limit.
     """
 
     obs: Any
-    reward: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    info: dict[str, np.ndarray]
-    restarted: np.ndarray
+    reward: Any
+    terminated: Any
+    truncated: Any
+    info: dict[str, Any]
     final_obs: Any = None
-    final_info: dict[str, np.ndarray] | None = None
+    final_info: dict[str, Any] | None = None
     episode: EpisodeStatistics | None = None
 
     @property
-    def done(self) -> np.ndarray:
+    def done(self) -> Any:
         return self.terminated | self.truncated
 
 
@@ -329,7 +405,7 @@ class _Program:
             jax.ShapeDtypeStruct((n, *key_shape()), jnp.uint32),
         )
         self.start_shapes = starts[0]
-        fetched = jax.eval_shape(self._host_view, starts[0])
+        fetched = jax.eval_shape(self.view, starts[0])
         check_batch_fits(n, starts[0], fetched, starts[0].obs)
         self.packer = _Packer(fetched)
         self.step_host = jax.jit(self._step_and_pack)
@@ -347,39 +423,41 @@ class _Program:
         keep, use = next_reset_key(keys[0])
         return self.jax_env.reset(use), keep
 
-    def _host_view(self, s: State):
-        """What :meth:`Session.fetch` hands to the host: obs, reward, flags, info, finals, statistics."""
-        if self.batched:
-            a = s.autoreset
-            same_step = self.autoreset_mode is AutoResetMode.SAME_STEP
-            finals = (a.final_obs, a.final_info) if same_step else (None, None)
-            episode = a.final_episode
-        else:
-            finals, episode = (None, None), s.episode
-        return s.obs, s.reward, s.terminated, s.truncated, s.info, finals, episode
+    def view(self, s: State) -> StepView:
+        """What the adapters read of a stepped state, on the device; packed for the host in the step."""
+        if not self.batched:
+            return StepView(s.obs, s.reward, s.terminated, s.truncated, s.info, episode=s.episode)
+        a = s.autoreset
+        if self.autoreset_mode is AutoResetMode.SAME_STEP:
+            return StepView(s.obs, s.reward, s.terminated, s.truncated, s.info, a.final_obs, a.final_info,
+                            a.final_episode)
+        return StepView(s.obs, s.reward, s.terminated, s.truncated, s.info, episode=a.final_episode)
 
     def _step_and_pack(self, state: State, actions):
         state = self.jax_env.step(state, actions)
-        return state, self.packer.pack(self._host_view(state))
+        return state, self.packer.pack(self.view(state))
 
 
 def key_shape() -> tuple[int, ...]:
     return jax.eval_shape(jax.random.PRNGKey, 0).shape
 
 
-def stack(base: Env, batched: bool, max_episode_steps, time_limit, action_repeat, randomization_fn,
-          autoreset_mode) -> tuple[Env, bool]:
+def stack(base: Env, batched: bool, options: SessionOptions) -> tuple[Env, bool]:
     """The JAX env a session steps, and whether it has a time limit."""
     if batched:
         return wrap_for_training(
             base,
-            episode_length=max_episode_steps,
-            action_repeat=action_repeat,
-            randomization_fn=randomization_fn,
-            autoreset_mode=autoreset_mode,
+            episode_length=options.max_episode_steps,
+            action_repeat=options.action_repeat,
+            randomization_fn=options.randomization_fn,
+            autoreset_mode=options.autoreset_mode,
         ), True
-    limit = max_episode_steps or (base.max_episode_steps if time_limit else None)
-    return single_env_stack(base, limit, action_repeat, randomization_fn), limit is not None
+    limit = options.max_episode_steps
+    if limit is None and options.time_limit:
+        limit = base.max_episode_steps
+        if limit is None:
+            raise ValueError(f"{base!r} has no max_episode_steps; pass max_episode_steps")
+    return single_env_stack(base, limit, options.action_repeat, options.randomization_fn), limit is not None
 
 
 # -- Sharing compiled programs between sessions of one description.
@@ -409,8 +487,7 @@ def _frozen(value: Any, held: list) -> Any:
     return ("id", id(value))
 
 
-def _program_key(env, env_kwargs, make, num_envs, batched, max_episode_steps, time_limit, action_repeat,
-                 randomization_fn, autoreset_mode) -> tuple[tuple, list]:
+def _program_key(env, env_kwargs, make, num_envs, batched, options: SessionOptions) -> tuple[tuple, list]:
     """What a session's program depends on: the env (an id and its options, or the Env object by
     identity), the builder, batch size, time limit, action repeat, randomization (the function by
     identity), autoreset mode and JAX's 64-bit flag. Rendering is done on the host from the state,
@@ -419,8 +496,8 @@ def _program_key(env, env_kwargs, make, num_envs, batched, max_episode_steps, ti
     held: list = []
     key = (
         _frozen(env, held), _frozen(env_kwargs, held), _frozen(make, held), num_envs, batched,
-        _frozen(max_episode_steps, held), bool(time_limit), _frozen(action_repeat, held),
-        _frozen(randomization_fn, held), autoreset_mode if batched else None,
+        options.max_episode_steps, options.time_limit, options.action_repeat,
+        _frozen(options.randomization_fn, held), options.autoreset_mode if batched else None,
         bool(jax.config.jax_enable_x64),
     )
     return key, held
@@ -438,15 +515,8 @@ class Session:
     Args:
         env: a gymjax env, or a registered id.
         num_envs: batch size, or None for one unbatched env without auto-reset.
-        max_episode_steps: time limit in agent steps; default: the registered one
-            for a batch, none for a single env unless ``time_limit``.
-        time_limit: a single env gets the registered time limit (in JAX).
-        action_repeat: each agent step is ``action_repeat`` env steps.
-        randomization_fn: domain randomization, drawn per env at each reset.
-        autoreset_mode: a batch's :class:`~gymjax.wrappers.training.AutoResetMode`.
-        render_mode: None or one of the env's ``metadata["render_modes"]``.
-        width, height: size of rendered frames (None: the env's own, Gymnasium's: 480 x 480 for
-            MuJoCo, CartPole's 600 x 400, ...).
+        options: time limit, action repeat, randomization, autoreset and render settings
+            (:class:`SessionOptions`); the render mode must be one of the env's.
         env_kwargs: the env's options, when ``env`` is an id.
         make: the builder for ids (``envs.make``, or ``envs.make_multi``).
 
@@ -458,39 +528,32 @@ class Session:
         self,
         env: Env | str,
         num_envs: int | None = None,
+        options: SessionOptions = SessionOptions(),
         *,
-        max_episode_steps: int | None = None,
-        time_limit: bool = False,
-        action_repeat: int = 1,
-        randomization_fn: RandomizationFn | None = None,
-        autoreset_mode: AutoResetMode | str = AutoResetMode.SAME_STEP,
-        render_mode: str | None = None,
-        width: int | None = None,
-        height: int | None = None,
         env_kwargs: dict[str, Any] | None = None,
         make=None,
     ):
         refuse_forked_child()
+        self.options = options = SessionOptions.check(options)
         self.batched = num_envs is not None
         self.num_envs = check_num_envs(num_envs) if self.batched else 1
-        self.autoreset_mode = AutoResetMode.of(autoreset_mode)
+        self.autoreset_mode = options.autoreset_mode
         env_kwargs = dict(env_kwargs or {})
-        key, held = _program_key(env, env_kwargs, make, self.num_envs, self.batched, max_episode_steps,
-                                 time_limit, action_repeat, randomization_fn, self.autoreset_mode)
+        key, held = _program_key(env, env_kwargs, make, self.num_envs, self.batched, options)
         with _programs_lock:
             program = _programs.get(key)
             if program is not None:
                 _programs.move_to_end(key)
         self.base = program.base if program is not None else build(env, env_kwargs, make)
         modes = self.render_modes()
-        if render_mode is not None and render_mode not in modes:
-            raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
-        self.render_mode = render_mode
-        self._window = _Window(self.base.metadata.get("render_fps", 30)) if render_mode == "human" else None
-        self.size = (width, height)
+        self.render_mode = options.render_mode
+        if self.render_mode is not None and self.render_mode not in modes:
+            raise ValueError(f"render_mode must be None or one of {modes}, got {self.render_mode!r}")
+        human = self.render_mode == "human"
+        self._window = _Window(self.base.metadata.get("render_fps", 30)) if human else None
+        self.size = (options.width, options.height)  # the simulator view reads it too
         if program is None:
-            jax_env, limited = stack(self.base, self.batched, max_episode_steps, time_limit, action_repeat,
-                                     randomization_fn, self.autoreset_mode)
+            jax_env, limited = stack(self.base, self.batched, options)
             program = _Program(self.base, jax_env, self.num_envs, self.batched, self.autoreset_mode, limited)
             program.held = held
             with _programs_lock:
@@ -506,7 +569,9 @@ class Session:
         self.step_only_keys = tuple(k for k in self.info_keys if k not in reset_keys)
         self.state: State | None = None
         self._key: jax.Array | None = None  # a single env's key stream (a batch keeps its own in JAX)
-        self._restarting = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
+        # As of the last fetch(): the envs whose obs and info are a reset's.
+        self.restarted = np.zeros(self.num_envs, bool)
+        self._ended = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
         self._packed = None  # the last step's results, packed for fetch()
 
     def _use(self, program: _Program) -> None:
@@ -539,7 +604,7 @@ class Session:
         self.state, keys = self._start(words, given, stream)
         if not self.batched:
             self._key = keys
-        self._restarting[:] = False
+        self._ended = np.zeros(self.num_envs, bool)
         self._packed = None
 
     def _seed_words(self, seed) -> tuple[np.ndarray, np.ndarray]:
@@ -578,24 +643,33 @@ class Session:
         else:
             self.state, self._packed = self._step(self.state, actions), None
 
-    def fetch(self) -> HostStep:
-        """The last step's results on the host: one transfer per dtype (see :class:`_Packer`)."""
+    def view(self) -> StepView:
+        """The last step's results on the device, where :meth:`fetch` would bring them to the host."""
+        return self._program.view(self.state)
+
+    def fetch(self) -> StepView:
+        """The last step's results on the host: one transfer per dtype (see :class:`_Packer`).
+
+        Sets :attr:`restarted`: the ended envs in same-step mode, those that ended the step before
+        in next-step mode, none for a single env."""
         if self._packed is None:
             raise RuntimeError("fetch() follows step(actions) (with host=True)")
-        obs, reward, terminated, truncated, info, (final_obs, final_info), episode = self._packer.unpack(self._packed)
-        done = terminated | truncated
-        restarted = self._restarting.copy()
+        out = self._packer.unpack(self._packed)
         if self.batched and self.autoreset_mode is AutoResetMode.SAME_STEP:
-            restarted = done
+            self.restarted = out.done
         elif self.batched:
-            self._restarting = np.asarray(done)
-        return HostStep(obs, reward, terminated, truncated, info, restarted, final_obs, final_info, episode)
+            self.restarted, self._ended = self._ended, out.done
+        return out
+
+    def reset_view(self) -> tuple[Any, dict[str, jax.Array]]:
+        """``(obs, reset info)`` after :meth:`reset`, on the device: the info keys a reset reports."""
+        return self.state.obs, {k: self.state.info[k] for k in self.reset_info_keys}
 
     def fetch_reset(self) -> tuple[Any, dict[str, np.ndarray]]:
-        """``(obs, reset info)`` after :meth:`reset`: the info keys a reset reports, writable NumPy."""
+        """:meth:`reset_view` as writable NumPy."""
         # Copies, as a step's results are: NumPy's view of a JAX buffer is read-only, and users (and
         # Gymnasium's vector FlattenObservation) write into observations.
-        return jax.tree.map(np.array, (self.state.obs, {k: self.state.info[k] for k in self.reset_info_keys}))
+        return jax.tree.map(np.array, self.reset_view())
 
     def set_state(self, qpos: Any, qvel: Any) -> None:
         """A single env's simulator put at ``(qpos, qvel)``, as Gymnasium's MuJoCo envs do."""

@@ -26,6 +26,8 @@ import torch
 
 from gymjax.core import Env
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
+from gymjax.wrappers.session import SessionOptions, StepView
+from gymjax.wrappers.training import AutoResetMode
 
 
 def torch_device_of(jax_device: jax.Device) -> torch.device:
@@ -82,6 +84,29 @@ def to_jax(tensor: torch.Tensor, bridge_device: torch.device) -> jax.Array:
     return jax.dlpack.from_dlpack(tensor.contiguous())
 
 
+class _TorchOutputs:
+    """What both torch adapters share: the device tensors are returned on, and the tensors of the
+    session's device view (:meth:`~gymjax.wrappers.session.Session.view`): the arrays the NumPy
+    adapters fetch, passed to torch instead."""
+
+    def _init_torch(self, space: gymnasium.spaces.Space, device: torch.device | str | None, copy: bool) -> None:
+        _action_dtypes(space)  # refuse unsupported spaces now, not at step
+        self.bridge_device = torch_device_of(jax.devices()[0])
+        self.device = _canonical(device, self.bridge_device)
+        self.copy = copy
+
+    def _tensors(self, tree: Any) -> Any:
+        return jax.tree.map(lambda array: to_torch(array, self.device, self.copy), tree)
+
+    def _torch_reset(self, seed: int | list[int] | None):
+        self.session.reset(self._seed_for_reset(seed))
+        return self._tensors(self.session.reset_view())
+
+    def _torch_step(self, action: torch.Tensor) -> StepView:
+        self.session.step(to_jax(action, self.bridge_device), host=False)
+        return self._tensors(self.session.view())
+
+
 def _action_dtypes(space: gymnasium.spaces.Space) -> tuple[torch.dtype, ...]:
     if isinstance(space, gymnasium.spaces.Discrete):
         return (torch.int64, torch.int32)  # int64 is what Categorical.sample() gives
@@ -117,7 +142,7 @@ def check_torch_action(
     return action
 
 
-class TorchVectorEnv(GymnasiumVectorEnv):
+class TorchVectorEnv(_TorchOutputs, GymnasiumVectorEnv):
     """``num_envs`` gymjax envs in one jitted step, torch tensors in and out.
 
     Args:
@@ -127,12 +152,12 @@ class TorchVectorEnv(GymnasiumVectorEnv):
             is the zero-copy case). Another device costs one copy each way.
         copy: hand out copies instead of views of the JAX buffers (see the module
             docstring on aliasing).
-        **kwargs: ``max_episode_steps``, ``randomization_fn``, the env's options and
-            the rest, as :class:`~gymjax.wrappers.gymnasium.GymnasiumVectorEnv`. Its
-            ``autoreset_mode`` is ``SAME_STEP`` here: the step that ends an episode returns
-            the new one's first observation and the ended one's in ``info["final_obs"]``,
-            what a CleanRL-style loop bootstraps from (the NumPy vector env's default is
-            ``NEXT_STEP``, as Gymnasium's).
+        options, **kwargs: ``max_episode_steps``, ``randomization_fn``, the env's options and
+            the rest, as :class:`~gymjax.wrappers.gymnasium.GymnasiumVectorEnv`. The
+            :attr:`DEFAULTS` ``autoreset_mode`` is ``SAME_STEP`` here: the step that ends an
+            episode returns the new one's first observation and the ended one's in
+            ``info["final_obs"]``, what a CleanRL-style loop bootstraps from (the NumPy vector
+            env's default is ``NEXT_STEP``, as Gymnasium's).
 
     ``step(actions)`` takes ``[N, *action_shape]`` float32 (Box) or ``[N]`` int64 /
     int32 (Discrete) on ``device`` and returns ``obs [N, *obs_shape]`` float32,
@@ -147,61 +172,49 @@ class TorchVectorEnv(GymnasiumVectorEnv):
     - ``final_info`` (the env's info at that observation) and ``final_metrics``
       (``episode_return`` float32, ``episode_length`` int32, final where it ended).
 
+    These are the arrays of the NumPy vector env's step, as tensors (one view,
+    :meth:`~gymjax.wrappers.session.Session.view`). With ``autoreset_mode="next_step"`` the
+    ending step returns the episode's last observation, and the info has no ``final_obs``,
+    ``_final_obs`` or ``final_info``, as Gymnasium's in that mode.
+
     Seeding and auto-reset are the NumPy vector env's: ``reset(seed=s)`` seeds
     env ``i`` with ``s + i``.
     """
 
-    def __init__(
-        self,
-        env: Env | str,
-        num_envs: int,
-        device: torch.device | str | None = None,
-        copy: bool = False,
-        **kwargs: Any,
-    ):
-        kwargs.setdefault("autoreset_mode", gymnasium.vector.AutoresetMode.SAME_STEP)
-        super().__init__(env, num_envs, **kwargs)
-        _action_dtypes(self.single_action_space)  # refuse unsupported spaces now, not at step
-        self.bridge_device = torch_device_of(jax.devices()[0])
-        self.device = _canonical(device, self.bridge_device)
-        self.copy = copy
+    # Same-step, unlike the NumPy vector env: info["final_obs"] is what a CleanRL-style loop bootstraps from.
+    DEFAULTS = SessionOptions(autoreset_mode=AutoResetMode.SAME_STEP)
 
-    def _tensor(self, array: jax.Array) -> torch.Tensor:
-        return to_torch(array, self.device, self.copy)
+    def __init__(self, env: Env | str, num_envs: int, device: torch.device | str | None = None, copy: bool = False,
+                 **kwargs: Any):
+        super().__init__(env, num_envs, **kwargs)
+        self._init_torch(self.single_action_space, device, copy)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
-        self.session.reset(self._seed_for_reset(seed))
-        s = self.session.state
-        info = {k: self._tensor(s.info[k]) for k in self.session.reset_info_keys}
-        return self._tensor(s.obs), info
+        return self._torch_reset(seed)
 
     def step(self, actions: torch.Tensor):
         check_torch_action(self.single_action_space, actions, self.device, batch=self.num_envs)
-        self.session.step(to_jax(actions, self.bridge_device), host=False)
-        s, tensor = self.session.state, self._tensor
-        terminated, truncated = tensor(s.terminated), tensor(s.truncated)
-        info = {k: tensor(v) for k, v in s.info.items()}
-        final = s.autoreset
-        info["final_obs"] = tensor(final.final_obs)
-        info["_final_obs"] = terminated | truncated
-        info["final_info"] = {k: tensor(v) for k, v in final.final_info.items()}
+        out = self._torch_step(actions)
+        info = dict(out.info)
+        if out.final_obs is not None:
+            info.update(final_obs=out.final_obs, _final_obs=out.done, final_info=out.final_info)
         info["final_metrics"] = {
-            "episode_return": tensor(final.final_episode.episode_return),
-            "episode_length": tensor(final.final_episode.episode_length),
+            "episode_return": out.episode.episode_return,
+            "episode_length": out.episode.episode_length,
         }
-        return tensor(s.obs), tensor(s.reward), terminated, truncated, info
+        return out.obs, out.reward, out.terminated, out.truncated, info
 
 
-class TorchEnv(GymnasiumEnv):
+class TorchEnv(_TorchOutputs, GymnasiumEnv):
     """One gymjax env with torch tensors in and out, and its time limit in JAX.
 
     Args:
         env: a gymjax env, or a registered id.
         device, copy: as :class:`TorchVectorEnv`.
-        max_episode_steps: time limit (default: the env's registered one). It is
+        options, **kwargs: ``max_episode_steps``, ``randomization_fn``, the env's options and
+            the rest, as :class:`~gymjax.wrappers.gymnasium.GymnasiumEnv`. The time limit
+            (by default the env's registered one: :attr:`DEFAULTS` has ``time_limit``) is
             applied inside the jitted step, so ``truncated`` is a tensor like the rest.
-        **kwargs: ``randomization_fn``, the env's options and the rest, as
-            :class:`~gymjax.wrappers.gymnasium.GymnasiumEnv`.
 
     ``step(action)`` takes ``[*action_shape]`` float32 (Box) or a 0-d int64 / int32
     tensor (Discrete) and returns ``obs [*obs_shape]`` float32, and 0-d tensors
@@ -209,48 +222,22 @@ class TorchEnv(GymnasiumEnv):
     as 0-d tensors. There is no auto-reset: call ``reset()`` after an episode ends.
     """
 
-    def __init__(
-        self,
-        env: Env | str,
-        device: torch.device | str | None = None,
-        copy: bool = False,
-        max_episode_steps: int | None = None,
-        **kwargs: Any,
-    ):
-        # The time limit runs in JAX (the registered one by default): gymnasium.make's
-        # TimeLimit would turn `truncated` into a Python bool.
-        limit = max_episode_steps or _registered_limit(env, kwargs)
-        super().__init__(env, max_episode_steps=limit, **kwargs)
-        _action_dtypes(self.action_space)
-        self.bridge_device = torch_device_of(jax.devices()[0])
-        self.device = _canonical(device, self.bridge_device)
-        self.copy = copy
+    # The time limit runs in JAX: gymnasium.make's TimeLimit would turn `truncated` into a Python bool.
+    DEFAULTS = SessionOptions(time_limit=True)
 
-    def _tensor(self, array: jax.Array) -> torch.Tensor:
-        return to_torch(array, self.device, self.copy)
+    def __init__(self, env: Env | str, device: torch.device | str | None = None, copy: bool = False, **kwargs: Any):
+        super().__init__(env, **kwargs)
+        self._init_torch(self.action_space, device, copy)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self.session.reset(self._seed_for_reset(seed))
+        out = self._torch_reset(seed)
         gymnasium.Env.reset(self, seed=seed)
-        s = self.session.state
-        info = {k: self._tensor(s.info[k]) for k in self.session.reset_info_keys}
-        return self._tensor(s.obs), info
+        return out
 
     def step(self, action: torch.Tensor):
         check_torch_action(self.action_space, action, self.device)
-        self.session.step(to_jax(action, self.bridge_device), host=False)
-        s, tensor = self.session.state, self._tensor
-        info = {k: tensor(v) for k, v in s.info.items()}
-        return tensor(s.obs), tensor(s.reward), tensor(s.terminated), tensor(s.truncated), info
-
-
-def _registered_limit(env: Env | str, kwargs: dict[str, Any]) -> int:
-    from gymjax import envs
-
-    limit = envs.spec(env).max_episode_steps if isinstance(env, str) else env.max_episode_steps
-    if limit is None:
-        raise ValueError(f"{env!r} has no max_episode_steps; pass max_episode_steps")
-    return limit
+        out = self._torch_step(action)
+        return out.obs, out.reward, out.terminated, out.truncated, dict(out.info)
 
 
 __all__ = ["TorchEnv", "TorchVectorEnv", "check_torch_action", "to_jax", "to_torch", "torch_device_of"]

@@ -3,6 +3,7 @@ Gymnasium's vector wrappers, every adapter agreeing step for step, and what a ne
 of Gymnasium tries first (pickling, forks, MuJoCo attributes, reset options)."""
 
 import copy
+import dataclasses
 import multiprocessing
 import pickle
 import time
@@ -276,6 +277,74 @@ def test_every_adapter_takes_the_same_options():
         frames = adapter.render()
         assert (len(frames) == 2) if isinstance(adapter, PettingZooVectorEnv) else frames.shape == (32, 32, 3)
         assert adapter.session.jax_env.dt == pytest.approx(2 * adapter.session.base.dt)
+
+
+@pytest.mark.parametrize("bad, words", [
+    (dict(max_episode_steps=0), r"max_episode_steps must be None or an int >= 1, got 0 \(int\)"),
+    (dict(action_repeat=1.5), r"action_repeat must be an int >= 1, got 1.5 \(float\)"),
+    (dict(time_limit="yes"), r"time_limit must be True or False, got 'yes' \(str\)"),
+    (dict(randomization_fn=3), r"randomization_fn must be None or a function \(params, key\) -> params, got 3"),
+    (dict(autoreset_mode="sometimes"), r"autoreset_mode must be one of \['same_step', 'next_step'\]"),
+    (dict(render_mode=1), r"render_mode must be None or a mode's name, such as 'rgb_array', got 1 \(int\)"),
+    (dict(width=-1), r"width must be None or an int >= 1, got -1 \(int\)"),
+])
+def test_bad_options_are_refused_by_name_before_any_env_is_built(monkeypatch, bad, words):
+    def build(*args):
+        raise AssertionError("an env was built")
+
+    monkeypatch.setattr(session, "build", build)
+    with pytest.raises(ValueError, match=words):
+        session.SessionOptions(**bad)
+    with pytest.raises(ValueError, match=words):  # the same check for an adapter's keywords
+        GymnasiumVectorEnv("JaxCartPole-v0", 2, **bad)
+    with pytest.raises(TypeError, match=r"options must be a SessionOptions, got \{'width': 3\} \(dict\)"):
+        GymnasiumEnv("JaxCartPole-v0", options={"width": 3})
+
+
+def _adapters():
+    from gymjax.wrappers.pettingzoo import PettingZooEnv, PettingZooVectorEnv
+
+    cartpole, ant = dict(env="JaxCartPole-v0"), dict(env="JaxMultiAnt-v0", engine="mujoco")
+    return {
+        "GymnasiumEnv": (GymnasiumEnv, cartpole), "GymnasiumVectorEnv": (GymnasiumVectorEnv, dict(cartpole, num_envs=2)),
+        "TorchEnv": (TorchEnv, cartpole), "TorchVectorEnv": (TorchVectorEnv, dict(cartpole, num_envs=2)),
+        "SB3VecEnv": (SB3VecEnv, dict(cartpole, num_envs=2)),
+        "PettingZooEnv": (PettingZooEnv, ant), "PettingZooVectorEnv": (PettingZooVectorEnv, dict(ant, num_envs=2)),
+    }
+
+
+ADAPTERS = ["GymnasiumEnv", "GymnasiumVectorEnv", "TorchEnv", "TorchVectorEnv", "SB3VecEnv", "PettingZooEnv",
+            "PettingZooVectorEnv"]
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_every_adapter_given_one_options_object_runs_its_session_with_it(name):
+    adapter, arguments = _adapters()[name]
+    options = session.SessionOptions(max_episode_steps=5, time_limit=True, action_repeat=2, render_mode="rgb_array",
+                                     width=32, height=24)
+    env = adapter(options=options, **arguments)
+    assert env.session.options == options and env.session.max_episode_steps == 5
+    assert env.session.jax_env.dt == pytest.approx(2 * env.session.base.dt)  # the action repeat
+    assert env.render_mode == "rgb_array"
+    # Keywords replace the object's fields; the rest of the object stays.
+    env = adapter(options=options, max_episode_steps=7, **arguments)
+    assert env.session.options == dataclasses.replace(options, max_episode_steps=7)
+    assert env.session.max_episode_steps == 7
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_each_adapter_starts_from_its_defaults(name):
+    adapter, arguments = _adapters()[name]
+    env = adapter(**arguments)
+    assert env.session.options == adapter.DEFAULTS
+    # A single env's time limit in JAX: the registered one where asked (torch, PettingZoo), else none
+    # (gymnasium.make adds its TimeLimit); a batch always has one.
+    limited = name != "GymnasiumEnv"
+    assert env.session.max_episode_steps == ((500 if "CartPole" in arguments["env"] else 1000) if limited else None)
+    if name in ("SB3VecEnv", "PettingZooVectorEnv"):  # their infos report the ended episode's last observation
+        with pytest.raises(ValueError, match=f"{name} resets an env in the step that ends its episode: "
+                                             "autoreset_mode must be 'same_step', got 'next_step'"):
+            adapter(autoreset_mode="next_step", **arguments)
 
 
 def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_allocating(monkeypatch):

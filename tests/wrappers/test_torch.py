@@ -224,3 +224,19 @@ def test_torch_vector_env_keeps_same_step_autoreset():
     env = TorchVectorEnv("JaxCartPole-v0", 2)
     assert env.autoreset_mode == gymnasium.vector.AutoresetMode.SAME_STEP
     assert GymnasiumVectorEnv("JaxCartPole-v0", 2).autoreset_mode == gymnasium.vector.AutoresetMode.NEXT_STEP
+
+
+def test_next_step_mode_is_the_numpy_vector_envs_as_tensors():
+    """Both adapters read one view of the step: in next-step mode neither reports final_obs."""
+    ours = TorchVectorEnv("JaxCartPole-v0", 2, max_episode_steps=4, autoreset_mode="next_step")
+    numpy_env = GymnasiumVectorEnv("JaxCartPole-v0", 2, max_episode_steps=4)
+    np.testing.assert_array_equal(ours.reset(seed=1)[0].numpy(), numpy_env.reset(seed=1)[0])
+    for t in range(6):
+        out, ref = ours.step(torch.ones(2, dtype=torch.int64)), numpy_env.step(np.ones(2, np.int64))
+        for tensor, array in zip(out[:4], ref[:4]):
+            np.testing.assert_array_equal(tensor.numpy(), array)
+        assert "final_obs" not in out[4] and "final_obs" not in ref[4]
+        if t == 3:  # the time limit: the ending step returns the last observation and the episode's length
+            assert out[3].all() and out[4]["final_metrics"]["episode_length"].tolist() == [4, 4]
+        if t == 4:  # the next step returns the reset, with reward 0 and neither flag
+            assert out[1].sum() == out[2].sum() + out[3].sum() == 0
