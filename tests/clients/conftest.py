@@ -1,7 +1,7 @@
 """``--client-table PATH``: the client cases that ran, written as the docs' Markdown table."""
 
-import os
 import pathlib
+import shlex
 
 import pytest
 
@@ -19,9 +19,9 @@ def pytest_addoption(parser):
 @pytest.fixture(scope="session")
 def client_rows(request):
     """The (case, record) pairs of this session, in the order they ran."""
-    rows, load_start = [], os.getloadavg()[0]
+    rows, setting = [], runner.setting()  # before the cases run, and before anyone edits the checkout
     yield rows
     path = request.config.getoption("--client-table")
     if path:
-        command = " ".join(["pytest", *request.config.invocation_params.args])
-        pathlib.Path(path).write_text(runner.markdown(rows, command, load_start))
+        command = shlex.join(["pytest", *request.config.invocation_params.args])
+        pathlib.Path(path).write_text(runner.markdown(rows, command, setting))

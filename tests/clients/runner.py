@@ -75,7 +75,7 @@ def run(case: Case) -> Record:
         record.note = done.read_text() or None if finished else None
     if hung:
         what = "finished, then did not exit" if finished else "no result"
-        record.status, record.error = "hangs", f"{what} within {case.timeout_s:.0f} s (killed)"
+        record.status, record.error = "hangs", f"{what} within {case.timeout_s:g} s (killed)"
     elif process.returncode:
         record.status = "fail"
         record.error, record.origin = raise_site(output)
@@ -128,8 +128,8 @@ PACKAGES = ("gymjax", "gymnasium", "stable-baselines3", "rl_zoo3", "torchrl", "p
             "tianshou", "minari", "torch", "jax", "mujoco")
 
 
-def versions() -> str:
-    """Python, the checkout's commit, the clients' versions and CleanRL's folder, in one line."""
+def setting() -> str:
+    """Python, the checkout's commit, the clients' versions, CleanRL's folder, the CPUs and their load."""
     found = {"python": sys.version.split()[0]}
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty=+changes"],
                             capture_output=True, text=True, check=False).stdout.strip()
@@ -141,11 +141,12 @@ def versions() -> str:
         except importlib.metadata.PackageNotFoundError:
             found[name] = "not installed"
     found["CleanRL"] = os.environ.get("CLEANRL_DIR") or "CLEANRL_DIR not set"
-    return ", ".join(f"{name} {version}" for name, version in found.items())
+    listed = ", ".join(f"{name} {version}" for name, version in found.items())
+    return f"Versions: {listed}. {os.cpu_count()} CPUs; load average (1 min) at the start: {os.getloadavg()[0]:.2f}."
 
 
-def markdown(rows: list[tuple[Case, Record]], command: str, load_start: float) -> str:
-    """The table of a run (``load_start``: the 1-minute load average before it): a row per case, the counts."""
+def markdown(rows: list[tuple[Case, Record]], command: str, setting: str) -> str:
+    """The table of a run (``setting``: its versions and load, taken at its start): a row per case, the counts."""
     cell = lambda text: "`" + text.replace("|", "\\|").replace("`", "'") + "`"
     lines = [
         "# Third-party clients on gymjax envs",
@@ -156,7 +157,7 @@ def markdown(rows: list[tuple[Case, Record]], command: str, load_start: float) -
             "own (no `Jax` prefix) is the reference: the same client on the env it was written for."
         ),
         "",
-        f"Versions: {versions()}. {os.cpu_count()} CPUs; load average (1 min) at the start: {load_start:.2f}.",
+        setting,
         "",
         "| client | what was run | env id | result | s | first error line (raised at), or note |",
         "|---|---|---|---|---|---|",
