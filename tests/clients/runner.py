@@ -72,13 +72,15 @@ def run(case: Case) -> Record:
         record = Record("pass", time.perf_counter() - start)
         output = log.read_text(errors="replace")
         finished = done.is_file()
-        record.note = done.read_text() or None if finished else None
+        record.note = (done.read_text() or None) if finished else None
     if hung:
         what = "finished, then did not exit" if finished else "no result"
         record.status, record.error = "hangs", f"{what} within {case.timeout_s:g} s (killed)"
     elif process.returncode:
         record.status = "fail"
         record.error, record.origin = raise_site(output)
+        if record.origin is None:  # no traceback: a signal, a SystemExit, a C-level abort
+            record.error = f"exit {process.returncode}: {record.error}"
         record.elsewhere = next(
             (line.strip()[:300] for line in output.splitlines()
              if ERROR_LINE.match(line) and line.strip()[:300] != record.error), None
