@@ -45,6 +45,7 @@ from gymjax.core import Env, EpisodeStatistics, State
 from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
 from gymjax.wrappers.training import (
     AutoResetMode,
+    BraxRandomization,
     RandomizationFn,
     next_reset_key,
     single_env_stack,
@@ -173,8 +174,9 @@ class SessionOptions:
             a batch, none for a single env unless ``time_limit``.
         time_limit: a single env gets the registered time limit, in JAX (a batch always has one).
         action_repeat: each agent step is ``action_repeat`` env steps.
-        randomization_fn: domain randomization, ``fn(params, key) -> params``, drawn per env at each
-            reset (see :class:`~gymjax.wrappers.training.DomainRandomization`).
+        randomization_fn: domain randomization, ``fn(params, key) -> params``, or Brax's batched form
+            stated as ``BraxRandomization(fn)``; drawn per env at each reset (see
+            :class:`~gymjax.wrappers.training.DomainRandomization`).
         autoreset_mode: when a batch's ended episodes restart: an
             :class:`~gymjax.wrappers.training.AutoResetMode`, Gymnasium's ``AutoresetMode``, or
             ``"same_step"`` / ``"next_step"`` (kept as an ``AutoResetMode``). A single env has no
@@ -206,9 +208,11 @@ class SessionOptions:
             "width": checks.integer(self, "width", self.width, optional=True),
             "height": checks.integer(self, "height", self.height, optional=True),
         }
-        if self.randomization_fn is not None and not callable(self.randomization_fn):
-            raise checks.invalid(self, "randomization_fn", "None or a function (params, key) -> params",
-                                 self.randomization_fn)
+        if self.randomization_fn is not None and not (
+            callable(self.randomization_fn) or isinstance(self.randomization_fn, BraxRandomization)
+        ):
+            raise checks.invalid(self, "randomization_fn", "None, a function (params, key) -> params or "
+                                 "BraxRandomization(fn)", self.randomization_fn)
         if self.render_mode is not None and not isinstance(self.render_mode, str):
             raise checks.invalid(self, "render_mode", "None or a mode's name, such as 'rgb_array'", self.render_mode)
         for name, value in checked.items():  # frozen: the checked values are set as the dataclass sets fields

@@ -177,6 +177,18 @@ def test_brax_form_is_accepted_and_agrees():
     assert wrap_for_training(CartPole(), randomization_fn=stated).env.env.env.fields == ("masspole",)
 
 
+def test_brax_form_is_taken_by_the_adapters():
+    """The adapters check their options before building anything: the stated Brax form passes that check
+    and each env of the batch gets its own draw."""
+    from gymjax.wrappers.gymnasium import GymnasiumVectorEnv
+
+    envs = GymnasiumVectorEnv("JaxCartPole-v0", 3, randomization_fn=BraxRandomization(_scale_pole_brax))
+    envs.reset(seed=0)
+    masspole = np.asarray(envs.session.state.randomized["masspole"])
+    assert masspole.shape == (3,) and len(set(masspole.tolist())) == 3
+    envs.close()
+
+
 def _notes(error):
     return "\n".join(getattr(error.value, "__notes__", []))
 

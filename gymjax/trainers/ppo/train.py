@@ -403,7 +403,7 @@ def train(
             ``randomization_fn``, evaluation runs on nominal physics unless
             ``config.randomize_eval``.
         randomization_fn: domain randomization, ``fn(params, key) -> params``
-            (or Brax's batched form); redrawn at every reset.
+            (or Brax's batched form, stated as ``BraxRandomization(fn)``); redrawn at every reset.
         hooks: :class:`~gymjax.trainers.hooks.Hook` s, loggers included.
         progress_fn: ``progress_fn(env_steps, metrics)`` after every epoch.
         policy_params_fn: ``policy_params_fn(env_steps, make_policy, params)``
