@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.parse_args(argv[:1])
     command, rest = argv[0], argv[1:]
     module = importlib.import_module(COMMANDS[command])
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks {command}", description=module.__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog=f"python -m benchmarks {command}", description=module.__doc__.split("\n\n")[0]
+    )
     module.add_arguments(parser)
     return module.main(parser.parse_args(rest), rest)
 

@@ -106,8 +106,10 @@ class MJX:
         """States at ``(qpos, qvel)``: ``reset_to`` compiled for :data:`DEVIATION_STATES` envs only,
         larger batches put together from chunks of that size."""
         k = DEVIATION_STATES
-        chunks = [self.reset_to(jnp.asarray(qpos[i : i + k]), jnp.asarray(qvel[i : i + k]))
-                  for i in range(0, len(qpos), k)]
+        chunks = [
+            self.reset_to(jnp.asarray(qpos[i : i + k]), jnp.asarray(qvel[i : i + k]))
+            for i in range(0, len(qpos), k)
+        ]
         return jax.tree.map(lambda *xs: jnp.concatenate(xs), *chunks) if len(chunks) > 1 else chunks[0]
 
     def stepped(self, state, action):
@@ -273,15 +275,15 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
     if task is None:
         entry["skipped"]["EnvPool"] = "envpool is not installed, or has no " + spec.reference_id
     for n in args.sizes:
-        builders = {"gymjax VectorEnv": lambda: vector_env(n, env_id, engine="mujoco")}
+        builders = {"gymjax VectorEnv": lambda n=n: vector_env(n, env_id, engine="mujoco")}
         if task is not None:
-            builders["EnvPool"] = lambda: envpool_env(n, task, num_threads=THREADS)
-        builders["host pool"] = lambda: host_pool(n, env_id)
+            builders["EnvPool"] = lambda n=n: envpool_env(n, task, num_threads=THREADS)
+        builders["host pool"] = lambda n=n: host_pool(n, env_id)
         skip_mjx = mjx_cap(mjx, n, args.mjx_compile_cap) if mjx is not None else None
         if skip_mjx:
             entry["skipped"][f"MJX N={n}"] = skip_mjx
         elif mjx is not None:
-            builders["MJX"] = lambda: mjx.stack(n, args.mjx_rounds)
+            builders["MJX"] = lambda n=n: mjx.stack(n, args.mjx_rounds)
         stacks, failed = {}, {}
         for name, build in builders.items():
             try:
@@ -293,7 +295,10 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
         if "MJX" in block["stacks"]:  # its compile came before the warm-up: clocked by MJX.stepped
             block["stacks"]["MJX"]["compile_s"] = mjx.compile_s[n]
         failed |= block.pop("failed")
-        entry["throughput"][str(n)] = block | {"load_before": load_before, "load_after": list(os.getloadavg())}
+        entry["throughput"][str(n)] = block | {
+            "load_before": load_before,
+            "load_after": list(os.getloadavg()),
+        }
         entry["failed"].update({f"{name} N={n}": why for name, why in failed.items()})
     if mjx is not None:
         mjx.close()
@@ -308,26 +313,42 @@ def mjx_cap(mjx: MJX, n: int, compile_cap: float) -> str | None:
     if n > DEVIATION_STATES:
         estimate = small * n / DEVIATION_STATES if small else None
         if estimate is not None and estimate > MJX_MAX_CALL_S:
-            return (f"capped: one N={n} step would take ~{estimate:.1f} s "
-                    f"({n // DEVIATION_STATES} x the N={DEVIATION_STATES} step)")
+            return (
+                f"capped: one N={n} step would take ~{estimate:.1f} s "
+                f"({n // DEVIATION_STATES} x the N={DEVIATION_STATES} step)"
+            )
         if mjx.compile_s.get(DEVIATION_STATES, 0) > compile_cap:
-            return (f"capped: the N={DEVIATION_STATES} step compiled in {mjx.compile_s[DEVIATION_STATES]:.0f} s "
-                    f"(> {compile_cap:g} s); a N={n} compile would take the run past its time budget on "
-                    f"{THREADS} cores")
+            return (
+                f"capped: the N={DEVIATION_STATES} step compiled in {mjx.compile_s[DEVIATION_STATES]:.0f} s "
+                f"(> {compile_cap:g} s); a N={n} compile would take the run past its time budget on "
+                f"{THREADS} cores"
+            )
     return None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true", help="N = 16, 2 rounds, MJX on two tasks: a smoke run (needs --out)")
+    p.add_argument(
+        "--quick", action="store_true", help="N = 16, 2 rounds, MJX on two tasks: a smoke run (needs --out)"
+    )
     p.add_argument("--sizes", type=int, nargs="+", default=[16, 256], help="N (default: 16 256; quick: 16)")
     p.add_argument("--rounds", type=int, default=5, help="rounds of the C stacks (default 5)")
     p.add_argument("--mjx-rounds", type=int, default=3, help="rounds MJX takes part in (default 3)")
-    p.add_argument("--round-seconds", type=float, default=0.3, help="seconds per stack per round (default 0.3)")
+    p.add_argument(
+        "--round-seconds", type=float, default=0.3, help="seconds per stack per round (default 0.3)"
+    )
     p.add_argument("--deviation-steps", type=int, default=100)
-    p.add_argument("--mjx-compile-cap", type=float, default=90.0,
-                   help="no MJX above N=16 where its N=16 step compiled for longer (s)")
-    p.add_argument("--deviation-budget", type=float, default=60.0,
-                   help="seconds of MJX steps per task's deviation run, at most (default 60)")
+    p.add_argument(
+        "--mjx-compile-cap",
+        type=float,
+        default=90.0,
+        help="no MJX above N=16 where its N=16 step compiled for longer (s)",
+    )
+    p.add_argument(
+        "--deviation-budget",
+        type=float,
+        default=60.0,
+        help="seconds of MJX steps per task's deviation run, at most (default 60)",
+    )
     p.add_argument("--ids", nargs="+", help="only these ids (default: every MuJoCo v5 id)")
     p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
 
@@ -339,11 +360,24 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         raise SystemExit(f"--ids {unknown}: not MuJoCo v5 ids of the registry ({', '.join(mujoco_ids())})")
     if args.quick:
         if args.out is None:
-            raise SystemExit("--quick is a smoke run: give --out (its files never go into benchmarks/results)")
+            raise SystemExit(
+                "--quick is a smoke run: give --out (its files never go into benchmarks/results)"
+            )
         args.sizes, args.rounds, args.mjx_rounds, args.round_seconds = [16], 2, 2, 0.1
         args.deviation_steps = min(args.deviation_steps, 10)
-    settings = {k: getattr(args, k) for k in ("quick", "sizes", "rounds", "mjx_rounds", "round_seconds",
-                                              "deviation_steps", "mjx_compile_cap", "deviation_budget")}
+    settings = {
+        k: getattr(args, k)
+        for k in (
+            "quick",
+            "sizes",
+            "rounds",
+            "mjx_rounds",
+            "round_seconds",
+            "deviation_steps",
+            "mjx_compile_cap",
+            "deviation_budget",
+        )
+    }
     settings |= {"threads": THREADS, "mjx_max_call_s": MJX_MAX_CALL_S}
     title = "Gymnasium MuJoCo v5 catalog: gymjax, EnvPool, the host pool and MJX"
     record = common.new_record("catalog", argv, title + (" (quick)" if args.quick else ""), settings)
@@ -372,7 +406,7 @@ def ratios(tasks: dict) -> dict:
         out[env_id] = {}
         for n in entry["throughput"]:
             vec, ep, pool, mjx = (_median(tasks, env_id, n, s) for s in STACKS)
-            div = lambda a, b: a / b if a and b else None  # noqa: E731
+            div = lambda a, b: a / b if a and b else None
             out[env_id][n] = {
                 "vector_envpool": div(vec, ep),
                 "vector_pool": div(vec, pool),
@@ -399,14 +433,18 @@ def _short(env_id: str) -> str:
 
 
 def _round_loads(results: dict) -> str:
-    loads = [x for e in results["tasks"].values() for b in e["throughput"].values() for x in b["load_1min_rounds"]]
+    loads = [
+        x for e in results["tasks"].values() for b in e["throughput"].values() for x in b["load_1min_rounds"]
+    ]
     return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
 
 
 def throughput_table(results: dict) -> list[str]:
     lines = [
-        "| task | N | gymjax VectorEnv | EnvPool | host pool | MJX (compile s) | VectorEnv / EnvPool "
-        "| VectorEnv / host pool | load 1 min before → after |",
+        (
+            "| task | N | gymjax VectorEnv | EnvPool | host pool | MJX (compile s) | VectorEnv / EnvPool "
+            "| VectorEnv / host pool | load 1 min before → after |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for env_id, entry in results["tasks"].items():
@@ -424,7 +462,8 @@ def throughput_table(results: dict) -> list[str]:
             elif "MJX" in entry["skipped"]:
                 cell["MJX"] = "skipped"
             lines.append(
-                f"| {_short(env_id)} | {n} | " + " | ".join(cell[s] for s in STACKS)
+                f"| {_short(env_id)} | {n} | "
+                + " | ".join(cell[s] for s in STACKS)
                 + f" | {_r(r['vector_envpool'])} | {_r(r['vector_pool'])} "
                 f"| {block['load_before'][0]:.1f} → {block['load_after'][0]:.1f} |"
             )
@@ -434,8 +473,10 @@ def throughput_table(results: dict) -> list[str]:
 def deviation_table(results: dict) -> list[str]:
     steps = next((e["deviation"]["steps"] for e in results["tasks"].values() if "deviation" in e), 100)
     lines = [
-        f"| task | MJX solver (iterations, line search) | obs, 1 step | reward, 1 step | obs, {steps} steps "
-        f"| reward, {steps} steps | median obs, {steps} steps | terminations agree | steps compared (min-max) |",
+        (
+            f"| task | MJX solver (iterations, line search) | obs, 1 step | reward, 1 step | obs, {steps} steps "
+            f"| reward, {steps} steps | median obs, {steps} steps | terminations agree | steps compared (min-max) |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for env_id, entry in results["tasks"].items():
@@ -467,15 +508,21 @@ def gap_lines(results: dict, n: str) -> list[str]:
         if not r or r["vector_envpool"] is None or r["vector_envpool"] >= 1:
             continue
         vec, ep, pool = (_median(results["tasks"], env_id, n, s) for s in STACKS[:3])
-        per = {k: int(n) / v * 1e3 for k, v in (("vec", vec), ("pool", pool), ("ep", ep))}  # ms per batch step
+        per = {
+            k: int(n) / v * 1e3 for k, v in (("vec", vec), ("pool", pool), ("ep", ep))
+        }  # ms per batch step
         outside = per["vec"] - per["pool"]
         physics_gap = per["pool"] - per["ep"]
-        where = ("mostly the physics itself: the host pool alone is already below EnvPool"
-                 if physics_gap > outside else
-                 "mostly outside the physics: JAX around the callback, the auto-reset and the adapter")
+        where = (
+            "mostly the physics itself: the host pool alone is already below EnvPool"
+            if physics_gap > outside
+            else "mostly outside the physics: JAX around the callback, the auto-reset and the adapter"
+        )
         if outside < 0:  # the never-reset states cost the pool more than the VectorEnv's whole step
-            where = ("not split by the host pool here: its states never reset (fallen bodies in contact) and cost "
-                     "more than the VectorEnv's whole step, so it bounds nothing for this task")
+            where = (
+                "not split by the host pool here: its states never reset (fallen bodies in contact) and cost "
+                "more than the VectorEnv's whole step, so it bounds nothing for this task"
+            )
         lines.append(
             f"- **{_short(env_id)}** (VectorEnv / EnvPool {r['vector_envpool']:.2f}): a {n}-env step takes "
             f"{per['vec']:.2f} ms in the VectorEnv, {per['pool']:.2f} ms in the host pool and {per['ep']:.2f} ms "
@@ -488,9 +535,11 @@ def gap_lines(results: dict, n: str) -> list[str]:
 def summary(record: dict) -> list[str]:
     s, results = record["settings"], record["results"]
     return [
-        f"Env steps/s, random actions; per task and N the stacks are built once and timed in alternation, "
-        f"{s['rounds']} rounds of about {s['round_seconds']:g} s (MJX in the first {s['mjx_rounds']}); medians. "
-        f"Load (1 min) over the rounds {_round_loads(results)}. MJX's deviation from MuJoCo C is in the report.",
+        (
+            f"Env steps/s, random actions; per task and N the stacks are built once and timed in alternation, "
+            f"{s['rounds']} rounds of about {s['round_seconds']:g} s (MJX in the first {s['mjx_rounds']}); medians. "
+            f"Load (1 min) over the rounds {_round_loads(results)}. MJX's deviation from MuJoCo C is in the report."
+        ),
         "",
         *throughput_table(results),
     ]
@@ -507,28 +556,34 @@ def markdown(record: dict) -> list[str]:
         "",
         *summary(record),
         "",
-        "gymjax VectorEnv: `gymnasium.make_vec(id, N, engine=\"mujoco\")` (same-step auto-reset, NumPy out). "
-        "EnvPool: the same `*-v5` task, `num_threads` = cores. Host pool: gymjax's MuJoCo C thread pool alone "
-        "(`HostPhysics.step`, the task's fields, no JAX, states never reset), the bound for any MuJoCo C stepper "
-        "here. MJX: `jax.jit(jax.vmap(env.step))`, `engine=\"mjx\"`, no auto-reset; its compile (s) in "
-        "brackets, not in the figure.",
+        (
+            'gymjax VectorEnv: `gymnasium.make_vec(id, N, engine="mujoco")` (same-step auto-reset, NumPy out). '
+            "EnvPool: the same `*-v5` task, `num_threads` = cores. Host pool: gymjax's MuJoCo C thread pool alone "
+            "(`HostPhysics.step`, the task's fields, no JAX, states never reset), the bound for any MuJoCo C stepper "
+            'here. MJX: `jax.jit(jax.vmap(env.step))`, `engine="mjx"`, no auto-reset; its compile (s) in '
+            "brackets, not in the figure."
+        ),
         "",
         "## Where the time goes",
         "",
-        f"Tasks where gymjax's VectorEnv is below EnvPool at N={n}, from the medians above "
-        "(ms per batch step = N / steps/s). The host pool runs no resets, so its states drift (fallen bodies, "
-        "more contacts or fewer) where the other two reset: read it as the physics' cost, give or take that.",
+        (
+            f"Tasks where gymjax's VectorEnv is below EnvPool at N={n}, from the medians above "
+            "(ms per batch step = N / steps/s). The host pool runs no resets, so its states drift (fallen bodies, "
+            "more contacts or fewer) where the other two reset: read it as the physics' cost, give or take that."
+        ),
         "",
         *gap_lines(results, n),
         "",
         "## MJX deviation from MuJoCo C",
         "",
-        f"{DEVIATION_STATES} states from a random-action rollout of Gymnasium's `*-v5` (one every 7 steps), put on "
-        "both engines with `reset_to`; then the same random actions on `engine=\"mjx\"` (float32, solver preset "
-        "as shown) and `engine=\"mujoco\"` (Gymnasium's physics). Errors are the largest over the states of "
-        "`|mjx - c| / max(1, |c|)` (over the observation's numbers for obs); after N steps means after N steps "
-        "or at the step the C run terminated, where that state stops. Terminations agree where both runs first "
-        "terminate at the same step, or neither does.",
+        (
+            f"{DEVIATION_STATES} states from a random-action rollout of Gymnasium's `*-v5` (one every 7 steps), put on "
+            'both engines with `reset_to`; then the same random actions on `engine="mjx"` (float32, solver preset '
+            'as shown) and `engine="mujoco"` (Gymnasium\'s physics). Errors are the largest over the states of '
+            "`|mjx - c| / max(1, |c|)` (over the observation's numbers for obs); after N steps means after N steps "
+            "or at the step the C run terminated, where that state stops. Terminations agree where both runs first "
+            "terminate at the same step, or neither does."
+        ),
         "",
         *deviation_table(results),
         "",
@@ -566,16 +621,28 @@ def plot(record: dict, path: pathlib.Path) -> None:
         ax.set_yscale("log")
         missing = [f"N={n}" for n, block in blocks.items() if "MJX" not in block["stacks"]]
         if missing:
-            ax.text(0.02, 0.97, f"MJX not measured at {', '.join(missing)}", transform=ax.transAxes,
-                    ha="left", va="top", fontsize=7, color="tab:green")
+            ax.text(
+                0.02,
+                0.97,
+                f"MJX not measured at {', '.join(missing)}",
+                transform=ax.transAxes,
+                ha="left",
+                va="top",
+                fontsize=7,
+                color="tab:green",
+            )
         ax.set_xticks(range(len(blocks)), [f"N={n}" for n in blocks])
         ax.set_title(_short(env_id), fontsize=10)
         ax.grid(axis="y", alpha=0.3, which="both")
-    for ax in list(axes.flat)[len(ids):]:
+    for ax in list(axes.flat)[len(ids) :]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    list(axes.flat)[len(ids)].legend(handles, labels, loc="center", fontsize=9, title="env steps/s (median, min-max)")
-    fig.suptitle(f"Gymnasium MuJoCo v5 tasks, {record['machine']['name']}, 1-min load over the rounds "
-                 f"{_round_loads(results)}")
+    list(axes.flat)[len(ids)].legend(
+        handles, labels, loc="center", fontsize=9, title="env steps/s (median, min-max)"
+    )
+    fig.suptitle(
+        f"Gymnasium MuJoCo v5 tasks, {record['machine']['name']}, 1-min load over the rounds "
+        f"{_round_loads(results)}"
+    )
     fig.savefig(path, dpi=100, format="png")
     plt.close(fig)

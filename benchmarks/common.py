@@ -257,8 +257,14 @@ def header(record: dict) -> list[str]:
         "",
         f"Versions: {shown}; commit {record['commit']}.",
         # a result measured by a script since replaced, its record converted to this shape once
-        *(["", f"Measured by {record['measured_by']}; the command above is the one that would regenerate it."]
-          if record.get("measured_by") else []),
+        *(
+            [
+                "",
+                f"Measured by {record['measured_by']}; the command above is the one that would regenerate it.",
+            ]
+            if record.get("measured_by")
+            else []
+        ),
     ]
 
 

@@ -33,11 +33,11 @@ from tqdm import tqdm
 from benchmarks import common
 
 # Each config: the same PPO over both layouts; num_envs splits evenly over 2 devices.
+SHARED = {"num_minibatches": 4, "update_epochs": 4, "num_evals": 0, "epoch_iterations": 4}
+SHARED |= {"policy_hidden_sizes": (64, 64), "value_hidden_sizes": (64, 64)}
 CONFIGS = {
-    "JaxCartPole-v0": dict(num_envs=64, unroll_length=32, num_minibatches=4, update_epochs=4, num_evals=0,
-                           epoch_iterations=4, policy_hidden_sizes=(64, 64), value_hidden_sizes=(64, 64)),
-    "JaxAnt-v0": dict(num_envs=128, unroll_length=16, num_minibatches=4, update_epochs=4, num_evals=0,
-                      epoch_iterations=4, policy_hidden_sizes=(64, 64), value_hidden_sizes=(64, 64)),
+    "JaxCartPole-v0": {"num_envs": 64, "unroll_length": 32, **SHARED},
+    "JaxAnt-v0": {"num_envs": 128, "unroll_length": 16, **SHARED},
 }
 ENV_KWARGS = {"JaxAnt-v0": {"backend": "mujoco"}}
 EPOCHS = {"JaxCartPole-v0": 6, "JaxAnt-v0": 4}
@@ -59,13 +59,27 @@ def train_worker(env_id: str, epochs: int, coordinator: str | None, n: int, i: i
     base = PPOConfig(**CONFIGS[env_id])
     config = base.replace(num_timesteps=epochs * base.env_steps_per_epoch)
     sps = []  # progress_fn runs on process 0 only
-    train(config, envs.make(env_id, **ENV_KWARGS.get(env_id, {})), progress_bar=False,
-          progress_fn=lambda s, m: sps.append(m["sps"]))
+    train(
+        config,
+        envs.make(env_id, **ENV_KWARGS.get(env_id, {})),
+        progress_bar=False,
+        progress_fn=lambda s, m: sps.append(m["sps"]),
+    )
     if jax.process_index() == 0:
         sgd_steps = config.iterations_per_epoch * config.update_epochs * config.num_minibatches
         epoch_s = config.env_steps_per_epoch / statistics.median(sps[1:])
-        print(json.dumps({"sps": statistics.median(sps[1:]), "epoch_s": epoch_s, "sgd_steps_per_epoch": sgd_steps,
-                          "devices": len(jax.devices()), "processes": jax.process_count()}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "sps": statistics.median(sps[1:]),
+                    "epoch_s": epoch_s,
+                    "sgd_steps_per_epoch": sgd_steps,
+                    "devices": len(jax.devices()),
+                    "processes": jax.process_count(),
+                }
+            ),
+            flush=True,
+        )
 
 
 def allreduce_worker(env_id: str, reps: int, coordinator: str | None, n: int, i: int) -> None:
@@ -94,8 +108,12 @@ def allreduce_worker(env_id: str, reps: int, coordinator: str | None, n: int, i:
     for _ in range(reps):
         x = reduce(x).block_until_ready()
     if jax.process_index() == 0:
-        print(json.dumps({"us": (time.perf_counter() - start) / reps * 1e6, "devices": len(devices), "params": size}),
-              flush=True)
+        print(
+            json.dumps(
+                {"us": (time.perf_counter() - start) / reps * 1e6, "devices": len(devices), "params": size}
+            ),
+            flush=True,
+        )
 
 
 # -- the parent: launches, interleaves, reports ---------------------------------------------
@@ -114,7 +132,11 @@ def launch(argv: list[str], processes: int) -> int:
 
 def run(argv: list[str], processes: int, timeout_s: float, forced_devices: int = 1) -> dict:
     """The last JSON line process 0 printed, from ``processes`` workers on ``argv``."""
-    extra = {"XLA_FLAGS": f"--xla_force_host_platform_device_count={forced_devices}"} if forced_devices > 1 else {}
+    extra = (
+        {"XLA_FLAGS": f"--xla_force_host_platform_device_count={forced_devices}"}
+        if forced_devices > 1
+        else {}
+    )
     command = [sys.executable, "-m", "benchmarks.distributed", "launch", str(processes), *argv]
     done = common.run_process(command, timeout_s, common.worker_env(common.REPO / ".jax_cache", **extra))
     if not done.ok:
@@ -142,15 +164,24 @@ def estimate(allreduce_us: float, params: int, sgd_steps: int, epoch_s: float) -
     rows = []
     for n, (link, hop_s, bandwidth) in links.items():
         per_step = 2 * (n - 1) * hop_s + 2 * (n - 1) / n * params * 4 / bandwidth
-        rows.append({"gpus": n, "link": link, "hop_latency_us": hop_s * 1e6, "bandwidth_GBps": bandwidth / 1e9,
-                     "allreduce_us_per_sgd_step": per_step * 1e6,
-                     "overhead_per_epoch": sgd_steps * per_step / (epoch_s + sgd_steps * per_step)})
+        rows.append(
+            {
+                "gpus": n,
+                "link": link,
+                "hop_latency_us": hop_s * 1e6,
+                "bandwidth_GBps": bandwidth / 1e9,
+                "allreduce_us_per_sgd_step": per_step * 1e6,
+                "overhead_per_epoch": sgd_steps * per_step / (epoch_s + sgd_steps * per_step),
+            }
+        )
     return rows
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=3, help="runs of each layout (default 3)")
-    p.add_argument("--quick", action="store_true", help="one repeat, CartPole only, fewer epochs (needs --out)")
+    p.add_argument(
+        "--quick", action="store_true", help="one repeat, CartPole only, fewer epochs (needs --out)"
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per launch before it is killed")
     p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
 
@@ -203,9 +234,11 @@ def summary(results: dict) -> list[str]:
     lines = [
         f"Runs interleaved (1, 2, 1, 2, ...); medians of {runs} runs each; epochs after the first (compile).",
         "",
-        "| env | params | 1 process x 1 device (steps/s) | 2 processes x 1 device (steps/s) | ratio | "
-        "all-reduce, gloo 2 processes (us) | all-reduce, 2 devices in 1 process (us) | SGD steps / epoch | "
-        "all-reduce share of an epoch |",
+        (
+            "| env | params | 1 process x 1 device (steps/s) | 2 processes x 1 device (steps/s) | ratio | "
+            "all-reduce, gloo 2 processes (us) | all-reduce, 2 devices in 1 process (us) | SGD steps / epoch | "
+            "all-reduce share of an epoch |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results["rows"]:
@@ -225,19 +258,23 @@ def markdown(record: dict) -> list[str]:
         "",
         "## Paper estimate: all-reduce at 8 and 64 GPUs",
         "",
-        "Weak scaling (each GPU keeps its own envs: compute per GPU unchanged), ring all-reduce of the "
-        "gradients once per SGD step: `2 (n - 1)` hops of the stated latency plus `2 (n - 1) / n` of "
-        "the bytes over the stated bandwidth. The epoch time is this CPU's 2-process one, standing in "
-        "for one GPU's, so the shares are upper bounds only where a GPU epoch is at least that long.",
+        (
+            "Weak scaling (each GPU keeps its own envs: compute per GPU unchanged), ring all-reduce of the "
+            "gradients once per SGD step: `2 (n - 1)` hops of the stated latency plus `2 (n - 1) / n` of "
+            "the bytes over the stated bandwidth. The epoch time is this CPU's 2-process one, standing in "
+            "for one GPU's, so the shares are upper bounds only where a GPU epoch is at least that long."
+        ),
         "",
         "| env | GPUs | link (assumed) | all-reduce per SGD step (us) | share of an epoch |",
         "|---|---|---|---|---|",
     ]
     for r in record["results"]["rows"]:
         for e in r["estimate"]:
-            lines.append(f"| {r['env']} | {e['gpus']} | {e['link']}, {e['hop_latency_us']:.0f} us/hop, "
-                         f"{e['bandwidth_GBps']:.0f} GB/s | {e['allreduce_us_per_sgd_step']:,.0f} | "
-                         f"{e['overhead_per_epoch']:.1%} |")
+            lines.append(
+                f"| {r['env']} | {e['gpus']} | {e['link']}, {e['hop_latency_us']:.0f} us/hop, "
+                f"{e['bandwidth_GBps']:.0f} GB/s | {e['allreduce_us_per_sgd_step']:,.0f} | "
+                f"{e['overhead_per_epoch']:.1%} |"
+            )
     return lines
 
 

@@ -69,7 +69,9 @@ PEERS = {
 
 def action_cycle(space, n: int, count: int = 16, seed: int = 0, dtype=np.float32) -> Callable[[], np.ndarray]:
     """``count`` batches of ``n`` uniform actions in the Box ``space`` ([n, *shape]), handed out in turn."""
-    batches = np.random.default_rng(seed).uniform(space.low, space.high, (count, n, *space.shape)).astype(dtype)
+    batches = (
+        np.random.default_rng(seed).uniform(space.low, space.high, (count, n, *space.shape)).astype(dtype)
+    )
     i = [0]
 
     def next_batch() -> np.ndarray:
@@ -194,7 +196,9 @@ def host_pool(n: int, env_id: str = "JaxAnt-v0") -> common.Stepper:
     env = gymjax.make(env_id, engine="mujoco")
     physics = HostPhysics(env.mj_model, env.frame_skip, THREADS, env.data_fields, env.differenced_fields)
     qpos, qvel = jax.jit(jax.vmap(env.initial_state))(jax.random.split(jax.random.PRNGKey(0), n))
-    state = [physics.split(physics.init(np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), {})).state]
+    state = [
+        physics.split(physics.init(np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), {})).state
+    ]
     action = action_cycle(env.action_space, n)
 
     def step() -> None:
@@ -216,7 +220,9 @@ def brax_ant(n: int, backend: str) -> common.Stepper:
     env = envs.get_environment("ant", backend=backend)
     state = [jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))]
     step = jax.jit(jax.vmap(env.step))
-    actions = jax.numpy.asarray(np.random.default_rng(0).uniform(-1, 1, (n, env.action_size)), jax.numpy.float32)
+    actions = jax.numpy.asarray(
+        np.random.default_rng(0).uniform(-1, 1, (n, env.action_size)), jax.numpy.float32
+    )
 
     def call() -> None:
         state[0] = step(state[0], actions)
@@ -312,8 +318,12 @@ PROCESS_MAX_N = 32 * THREADS
 PROCESSES = f"one process per env: above {PROCESS_MAX_N} on {THREADS} cores it would measure the scheduler"
 # Observed on the 2-core CPU: at N=1024 an MJX step hung for good (every thread waiting in jaxlib's
 # batched linear algebra, ParallelBatchMap).
-MJX_CPU = {"cpu_sizes": (1, 16, 64, 256), "cpu_reason": "MJX at N=1024 on a CPU hung (all threads waiting in "
-           "jaxlib's batched linear algebra, ParallelBatchMap); measured up to N=256 on CPU", "quick": False}
+MJX_CPU = {
+    "cpu_sizes": (1, 16, 64, 256),
+    "cpu_reason": "MJX at N=1024 on a CPU hung (all threads waiting in "
+    "jaxlib's batched linear algebra, ParallelBatchMap); measured up to N=256 on CPU",
+    "quick": False,
+}
 ENGINES = {
     "mjx accurate": ({"engine": "mjx", "solver": "accurate"}, "MJX, accurate solver preset", MJX_CPU),
     "mjx fast": ({"engine": "mjx", "solver": "fast"}, "MJX, fast solver preset", MJX_CPU),
@@ -326,11 +336,18 @@ def ours(name: str, build: Callable, engines: tuple[str, ...], note: str, **kwar
     out = []
     for engine in engines:
         options, words, rules = ENGINES[engine]
-        out.append(Stack(f"{name} ({engine})", functools.partial(build, **options), note=f"{note}; {words}",
-                         **{**rules, **kwargs}))
+        out.append(
+            Stack(
+                f"{name} ({engine})",
+                functools.partial(build, **options),
+                note=f"{note}; {words}",
+                **{**rules, **kwargs},
+            )
+        )
     return out
 
 
+# fmt: off
 ANT = {"family": "ant", "ours": False}
 SB3 = {"family": "sb3", "group": "adapters", "needs": ("stable_baselines3", "torch")}
 PZ = {"family": "pettingzoo", "group": "adapters", "needs": ("pettingzoo",), "sizes": (1,)}
@@ -370,13 +387,17 @@ STACKS = (
     Stack("PettingZooVectorEnv, JaxMultiAnt-v0 2x4 (mujoco)", pettingzoo_vector, family="pettingzoo-batched",
           group="adapters", needs=("pettingzoo",), note="gymjax's batched multi-agent env (no peer: no ratio)"),
 )
+# fmt: on
+
 BY_NAME = {s.name: s for s in STACKS}
 
 # Within gymjax: what each adapter costs over what it wraps (same engine); and the ceiling's bound.
 INTERNAL = (
-    *((f"JaxAnt-v0 {outer} ({engine})", f"JaxAnt-v0 {inner} ({engine})")
-      for engine in ("mjx accurate", "mujoco")
-      for outer, inner in (("VectorEnv", "raw step"), ("TorchVectorEnv", "VectorEnv"))),
+    *(
+        (f"JaxAnt-v0 {outer} ({engine})", f"JaxAnt-v0 {inner} ({engine})")
+        for engine in ("mjx accurate", "mujoco")
+        for outer, inner in (("VectorEnv", "raw step"), ("TorchVectorEnv", "VectorEnv"))
+    ),
     ("SB3VecEnv, JaxAnt-v0 (mujoco)", "JaxAnt-v0 VectorEnv (mujoco)"),
     ("SB3VecEnv, JaxAnt-v0 (mujoco)", "SB3VecEnv, JaxAnt-v0 (mjx accurate)"),
     # EnvPool does the same MuJoCo work on the same cores: VectorEnv / EnvPool cannot beat this
@@ -444,17 +465,18 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def profile(n: int, rounds: int, round_s: float) -> dict[str, float]:
-    """Where a VectorEnv step's time goes at ``n`` envs (engine "mujoco"), ms per step.
+PROFILE = (
+    "Three layers timed in alternation through public APIs: the physics alone (gymjax's host pool, no JAX), "
+    "the functional stack's jitted step (`wrap_for_training`: vmap, time limit, auto-reset, the physics in a "
+    "callback; what every adapter compiles) and the VectorEnv's `step`. Their differences are JAX's share and "
+    "the adapter's; each is a difference of two timings, so the load's noise shows most there. The physics "
+    "inside the jitted step is not clocked apart, so JAX's share holds the auto-reset's physics "
+    "(`mj_kinematics` of the reset envs) and the difference of the physics' states between the layers."
+)
 
-    Three layers are timed in alternation through public APIs: the physics alone
-    (:func:`host_pool`), the functional stack's jitted step (``wrap_for_training``:
-    vmap, time limit, auto-reset; what every adapter compiles, the physics inside
-    a callback) and the VectorEnv's ``step``. Their differences are JAX's share
-    and the adapter's. Each is a difference of two timings, so the load's noise
-    shows there; and the physics inside the jitted step (the auto-reset's included)
-    is not clocked apart, so JAX's share holds the reset's physics too.
-    """
+
+def profile(n: int, rounds: int, round_s: float) -> dict[str, float]:
+    """Where a VectorEnv step's time goes at ``n`` envs (engine "mujoco"), ms per step: see PROFILE."""
     import jax
 
     import gymjax
@@ -468,8 +490,11 @@ def profile(n: int, rounds: int, round_s: float) -> dict[str, float]:
     def jitted() -> None:
         state[0] = jax.block_until_ready(step(state[0], action()))
 
-    layers = {"physics": host_pool(n), "jitted": common.Stepper(jitted, n, base.close),
-              "vector": vector_env(n, engine="mujoco")}
+    layers = {
+        "physics": host_pool(n),
+        "jitted": common.Stepper(jitted, n, base.close),
+        "vector": vector_env(n, engine="mujoco"),
+    }
     timed = common.interleaved(layers, rounds, round_s, warmup_calls=5, desc=f"profile N={n}")
     ms = {k: n / f["median"] * 1e3 for k, f in timed["stacks"].items()}
     return {
@@ -485,6 +510,7 @@ def profile(n: int, rounds: int, round_s: float) -> dict[str, float]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # fmt: off
     p.add_argument("--stacks", nargs="+", metavar="TEXT", help="only stacks whose name contains one of these")
     p.add_argument("--group", choices=sorted(GROUP_SIZES), help="only this group's stacks")
     p.add_argument("--sizes", type=int, nargs="+", help="N for every stack (default: its group's sizes)")
@@ -499,15 +525,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jax-cache", type=pathlib.Path, help="persistent JAX compile cache for the workers")
     p.add_argument("--name", default="throughput", help="the record's stem (default: %(default)s)")
     p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
-    p.add_argument("--machine-name", help="what to call this machine (default: its CPU or GPU)")  # fmt: skip
+    p.add_argument("--machine-name", help="what to call this machine (default: its CPU or GPU)")
+    # fmt: on
 
 
 def chosen(args: argparse.Namespace) -> list[Stack]:
-    picked = [s for s in STACKS if (not args.group or s.group == args.group)
-              and (not args.stacks or any(t.lower() in s.name.lower() for t in args.stacks))]
+    picked = [
+        s
+        for s in STACKS
+        if (not args.group or s.group == args.group)
+        and (not args.stacks or any(t.lower() in s.name.lower() for t in args.stacks))
+    ]
     if not picked:
-        raise SystemExit(f"--stacks {args.stacks} --group {args.group} choose no stack; there are: "
-                         + ", ".join(BY_NAME))
+        raise SystemExit(
+            f"--stacks {args.stacks} --group {args.group} choose no stack; there are: " + ", ".join(BY_NAME)
+        )
     return picked
 
 
@@ -522,13 +554,17 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
                 "profile": args.profile, "quick": args.quick, "without": sorted(args.without),
                 "rounds": args.rounds or base["rounds"], "round_s": args.round_seconds or base["round_s"],
                 "timeout_s": args.timeout or base["timeout_s"]}  # fmt: skip
-    record = common.new_record("throughput", argv, "Throughput: env steps/s against N", settings, args.machine_name)
+    record = common.new_record(
+        "throughput", argv, "Throughput: env steps/s against N", settings, args.machine_name
+    )
     results = measure(stacks, args, settings, record["machine"]["jax_backend"])
     common.finish(record, results, summary(record | {"results": results}))
     paths = common.write(record, markdown(record), plot, args.name, args.out or common.RESULTS)
     print("\n".join(markdown(record)))
     print("wrote " + ", ".join(map(str, paths)))
-    return 1 if any(e["status"] != "ok" and e["status"] != "skipped" for e in results["stacks"].values()) else 0
+    return (
+        1 if any(e["status"] != "ok" and e["status"] != "skipped" for e in results["stacks"].values()) else 0
+    )
 
 
 def measure(stacks: list[Stack], args: argparse.Namespace, settings: dict, backend: str) -> dict:
@@ -538,9 +574,14 @@ def measure(stacks: list[Stack], args: argparse.Namespace, settings: dict, backe
         entry = {"ours": s.ours, "family": s.family, "note": s.note, "status": "ok", "sizes": {}}
         entries[s.name] = entry
         default = GROUP_SIZES[s.group] + (GPU_EXTRA if backend != "cpu" and s.group == "env" else ())
-        reason = (missing_peer(s.needs, tuple(args.without)) or (s.unsupported and s.unsupported())
-                  or (None if s.quick or not args.quick else "quick run: it compiles for minutes on a CPU"))
-        to_run, skipped = plan_sizes(s, args.sizes or (QUICK_SIZES if args.quick else default), args.quick, backend)
+        reason = (
+            missing_peer(s.needs, tuple(args.without))
+            or (s.unsupported and s.unsupported())
+            or (None if s.quick or not args.quick else "quick run: it compiles for minutes on a CPU")
+        )
+        to_run, skipped = plan_sizes(
+            s, args.sizes or (QUICK_SIZES if args.quick else default), args.quick, backend
+        )
         entry["sizes"] = {str(n): {"skipped": why} for n, why in skipped.items()}
         if reason or not to_run:
             entry |= {"status": "skipped", "reason": reason or "; ".join(sorted(set(skipped.values())))}
@@ -552,7 +593,9 @@ def measure(stacks: list[Stack], args: argparse.Namespace, settings: dict, backe
     with tqdm(total=sum(len(v) for v in plan.values()), desc="throughput", unit="figure") as bar:
         for job in jobs:
             run_worker(job, settings, env, results, bar)
-    pairs = [(a.name, b.name) for a in stacks if a.ours for b in stacks if not b.ours and b.family == a.family]
+    pairs = [
+        (a.name, b.name) for a in stacks if a.ours for b in stacks if not b.ours and b.family == a.family
+    ]
     for a, b in [*pairs, *(p for p in INTERNAL if p[0] in entries and p[1] in entries)]:
         for n, x in medians(entries[a]).items():
             if n in medians(entries[b]):
@@ -572,8 +615,10 @@ def run_worker(job: dict, settings: dict, env: dict, results: dict, bar: tqdm) -
         for name, figure in record["stacks"].items():
             entries[name]["sizes"][str(record["n"])] = figure | {"peak_rss_mib": record["peak_rss_mib"]}
             f = figure["steps_per_s"]
-            tqdm.write(f"{name:50s} N={record['n']:<5d} {f['median']:>11,.0f} steps/s "
-                       f"[{f['spread'][0]:,.0f}-{f['spread'][1]:,.0f}]")
+            tqdm.write(
+                f"{name:50s} N={record['n']:<5d} {f['median']:>11,.0f} steps/s "
+                f"[{f['spread'][0]:,.0f}-{f['spread'][1]:,.0f}]"
+            )
         for name, why in record["failed"].items():
             entries[name]["sizes"][str(record["n"])] = {"failed": why}
         bar.update(len(record["stacks"]) + len(record["failed"]))
@@ -591,7 +636,10 @@ def run_worker(job: dict, settings: dict, env: dict, results: dict, bar: tqdm) -
         failed = [n for n in sizes if "failed" in entries[name]["sizes"].get(str(n), {})]
         if missed or failed:
             why = done.error or entries[name]["sizes"][str(failed[0])]["failed"]
-            entries[name] |= {"status": "failed" if len(missed + failed) == len(sizes) else "partial", "error": why}
+            entries[name] |= {
+                "status": "failed" if len(missed + failed) == len(sizes) else "partial",
+                "error": why,
+            }
             for n in missed:
                 entries[name]["sizes"][str(n)] = {"failed": why.splitlines()[-1]}
             bar.update(len(missed))
@@ -616,14 +664,19 @@ def _cell(r: dict | None) -> str:
 
 def steps_table(results: dict) -> list[str]:
     sizes = [str(n) for n in results["sizes"]]
-    lines = ["| stack | " + " | ".join(f"N={n}" for n in sizes) + " | compile (s) |", "|---" * (len(sizes) + 2) + "|"]
+    lines = [
+        "| stack | " + " | ".join(f"N={n}" for n in sizes) + " | compile (s) |",
+        "|---" * (len(sizes) + 2) + "|",
+    ]
     for name, e in results["stacks"].items():
         if e["status"] == "skipped":
             continue
         compiled = [r["compile_s"] for r in e["sizes"].values() if "compile_s" in r]
         label = f"**{name}**" if e["ours"] else name
         compile_s = f"{compiled[0]:.1f}" if compiled else "-"
-        lines.append(f"| {label} | " + " | ".join(_cell(e["sizes"].get(n)) for n in sizes) + f" | {compile_s} |")
+        lines.append(
+            f"| {label} | " + " | ".join(_cell(e["sizes"].get(n)) for n in sizes) + f" | {compile_s} |"
+        )
     return lines
 
 
@@ -634,12 +687,16 @@ def ratio_table(results: dict) -> list[str]:
         cells.setdefault((r["ours"], r["peer"]), {})[r["n"]] = r["ratio"]
     lines = ["| ours / peer | " + " | ".join(f"N={n}" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
     for (a, b), by_n in cells.items():
-        lines.append(f"| {a} / {b} | " + " | ".join(f"{by_n[n]:.2f}" if n in by_n else "-" for n in sizes) + " |")
+        lines.append(
+            f"| {a} / {b} | " + " | ".join(f"{by_n[n]:.2f}" if n in by_n else "-" for n in sizes) + " |"
+        )
     return lines
 
 
 def _loads(results: dict) -> str:
-    loads = [x for e in results["stacks"].values() for r in e["sizes"].values() for x in r.get("load_1min", [])]
+    loads = [
+        x for e in results["stacks"].values() for r in e["sizes"].values() for x in r.get("load_1min", [])
+    ]
     return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
 
 
@@ -647,8 +704,10 @@ def summary(record: dict) -> list[str]:
     results, s = record["results"], record["settings"]
     how = "in alternation in one process" if s["interleave"] else "each in a process of its own"
     return [
-        f"Env steps/s, medians of {s['rounds']} rounds [min-max], stacks timed {how}; gymjax's in bold. "
-        f"Load average (1 min) over the rounds {_loads(results)}.",
+        (
+            f"Env steps/s, medians of {s['rounds']} rounds [min-max], stacks timed {how}; gymjax's in bold. "
+            f"Load average (1 min) over the rounds {_loads(results)}."
+        ),
         "",
         *steps_table(results),
         "",
@@ -661,24 +720,55 @@ def markdown(record: dict) -> list[str]:
     lines = ["## Env steps/s", "", *summary(record)]
     if not record["settings"]["interleave"]:
         sizes = [str(n) for n in results["sizes"]]
-        lines += ["", "## Peak RSS (MiB) of each stack's process, after each N", "",
-                  "| stack | " + " | ".join(f"N={n}" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
-        lines += [f"| {name} | " + " | ".join(f"{e['sizes'][n]['peak_rss_mib']:,.0f}" if "peak_rss_mib" in
-                                              e["sizes"].get(n, {}) else "-" for n in sizes) + " |"
-                  for name, e in results["stacks"].items() if e["status"] != "skipped"]
+        lines += [
+            "",
+            "## Peak RSS (MiB) of each stack's process, after each N",
+            "",
+            "| stack | " + " | ".join(f"N={n}" for n in sizes) + " |",
+            "|---" * (len(sizes) + 1) + "|",
+        ]
+        lines += [
+            f"| {name} | "
+            + " | ".join(
+                f"{e['sizes'][n]['peak_rss_mib']:,.0f}" if "peak_rss_mib" in e["sizes"].get(n, {}) else "-"
+                for n in sizes
+            )
+            + " |"
+            for name, e in results["stacks"].items()
+            if e["status"] != "skipped"
+        ]
     if results.get("profile"):
         sizes = list(results["profile"])
-        lines += ["", "## Where a VectorEnv step's time goes (ms per step)", "", profile.__doc__.split("\n\n")[1]
-                  .replace("\n    ", " ").strip(), "", "| | " + " | ".join(f"N={n}" for n in sizes) + " |",
-                  "|---" * (len(sizes) + 1) + "|"]
-        lines += [f"| {key} | " + " | ".join(f"{results['profile'][n][key]:.2f}" for n in sizes) + " |"
-                  for key in results["profile"][sizes[0]]]
-    lines += ["", "## Stacks", ""] + [f"- **{n}** ({e['family']}): {e['note']}" for n, e in results["stacks"].items()]
+        lines += [
+            "",
+            "## Where a VectorEnv step's time goes (ms per step)",
+            "",
+            PROFILE,
+            "",
+            "| | " + " | ".join(f"N={n}" for n in sizes) + " |",
+            "|---" * (len(sizes) + 1) + "|",
+        ]
+        lines += [
+            f"| {key} | " + " | ".join(f"{results['profile'][n][key]:.2f}" for n in sizes) + " |"
+            for key in results["profile"][sizes[0]]
+        ]
+    lines += ["", "## Stacks", ""] + [
+        f"- **{n}** ({e['family']}): {e['note']}" for n, e in results["stacks"].items()
+    ]
     lines += ["", "## Skipped", ""]
     lines += [f"- {name}: {e['reason']}" for name, e in results["stacks"].items() if e["status"] == "skipped"]
-    lines += [f"- {name}, N={n}: {r['skipped']}" for name, e in results["stacks"].items()
-              if e["status"] != "skipped" for n, r in e["sizes"].items() if "skipped" in r]
-    failed = [f"- {name}: {e['error'].splitlines()[-1]}" for name, e in results["stacks"].items() if "error" in e]
+    lines += [
+        f"- {name}, N={n}: {r['skipped']}"
+        for name, e in results["stacks"].items()
+        if e["status"] != "skipped"
+        for n, r in e["sizes"].items()
+        if "skipped" in r
+    ]
+    if lines[-1] == "":
+        lines.append("- nothing")
+    failed = [
+        f"- {name}: {e['error'].splitlines()[-1]}" for name, e in results["stacks"].items() if "error" in e
+    ]
     return lines + ["", "## Failed", "", *(failed or ["- nothing"])]
 
 
@@ -689,14 +779,22 @@ def plot(record: dict, path: pathlib.Path) -> None:
     measured = {name: medians(e) for name, e in results["stacks"].items() if medians(e)}
     if len(results["sizes"]) == 1:  # one N: bars
         names = list(measured)
-        ax.barh(names, [next(iter(m.values())) for m in measured.values()],
-                color=["tab:blue" if results["stacks"][n]["ours"] else "tab:gray" for n in names])
+        ax.barh(
+            names,
+            [next(iter(m.values())) for m in measured.values()],
+            color=["tab:blue" if results["stacks"][n]["ours"] else "tab:gray" for n in names],
+        )
         ax.set_xlabel(f"env steps/s at N={results['sizes'][0]} (median)")
         ax.invert_yaxis()
     else:
         for name, m in measured.items():
-            ax.plot(list(m), list(m.values()), marker="o", label=name,
-                    linestyle="-" if results["stacks"][name]["ours"] else "--")
+            ax.plot(
+                list(m),
+                list(m.values()),
+                marker="o",
+                label=name,
+                linestyle="-" if results["stacks"][name]["ours"] else "--",
+            )
         ax.set(xscale="log", yscale="log", xlabel="N (envs)", ylabel="env steps/s (median)")
         ax.legend(fontsize=6, ncol=2)
     ax.set_title(f"{record['machine']['name']}; load (1 min) {_loads(results)}", fontsize=9)
