@@ -81,21 +81,28 @@ def action_cycle(space, n: int, count: int = 16, seed: int = 0, dtype=np.float32
     return next_batch
 
 
-def jax_raw_step(n: int, env_id: str = "JaxAnt-v0", **options) -> common.Stepper:
-    """``jax.jit(jax.vmap(env.step))`` of the functional env: no auto-reset, nothing converted."""
+def jitted_rollout(env, n: int, action: Callable[[], np.ndarray], close=None) -> common.Stepper:
+    """``jax.jit(jax.vmap(env.step))`` of a functional env (gymjax's or Brax's) from ``n`` resets,
+    waiting for each step: no auto-reset, nothing converted."""
     import jax
 
-    import gymjax
-
-    env = gymjax.make(env_id, **options)
     state = [jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))]
-    step, action = jax.jit(jax.vmap(env.step)), action_cycle(env.action_space, n)
+    step = jax.jit(jax.vmap(env.step))
+    actions = [jax.device_put(action()) for _ in range(16)]  # on the device already: nothing copied per step
 
     def call() -> None:
-        state[0] = step(state[0], action())
+        actions.append(actions.pop(0))
+        state[0] = step(state[0], actions[0])
         jax.block_until_ready(state[0].obs)
 
-    return common.Stepper(call, n, env.close)
+    return common.Stepper(call, n, close)
+
+
+def jax_raw_step(n: int, **options) -> common.Stepper:
+    import gymjax
+
+    env = gymjax.make("JaxAnt-v0", **options)
+    return jitted_rollout(env, n, action_cycle(env.action_space, n), env.close)
 
 
 def vector_env(n: int, env_id: str = "JaxAnt-v0", **options) -> common.Stepper:
@@ -213,22 +220,13 @@ def host_pool(n: int, env_id: str = "JaxAnt-v0") -> common.Stepper:
 
 
 def brax_ant(n: int, backend: str) -> common.Stepper:
-    """``brax.envs.get_environment("ant", backend=...)``, jitted vmapped ``step``, no auto-reset."""
-    import jax
+    """``brax.envs.get_environment("ant", backend=...)``."""
+    import gymnasium
     from brax import envs
 
     env = envs.get_environment("ant", backend=backend)
-    state = [jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))]
-    step = jax.jit(jax.vmap(env.step))
-    actions = jax.numpy.asarray(
-        np.random.default_rng(0).uniform(-1, 1, (n, env.action_size)), jax.numpy.float32
-    )
-
-    def call() -> None:
-        state[0] = step(state[0], actions)
-        jax.block_until_ready(state[0].obs)
-
-    return common.Stepper(call, n)
+    space = gymnasium.spaces.Box(-1.0, 1.0, (env.action_size,), np.float32)  # Brax's actions lie in [-1, 1]
+    return jitted_rollout(env, n, action_cycle(space, n))
 
 
 def _sb3(env) -> common.Stepper:
@@ -547,6 +545,8 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
     stacks = chosen(args)  # bad flags fail here, before any work
     if args.quick and args.out is None:
         raise SystemExit("--quick is a smoke run: give --out (its files never go into benchmarks/results)")
+    if min([args.rounds or 1, *(args.sizes or [1])]) < 1:
+        raise SystemExit("--rounds and --sizes must be positive")
     if args.profile and not args.interleave:
         raise SystemExit("--profile times its layers in alternation: give --interleave too")
     base = QUICK if args.quick else FULL
@@ -554,17 +554,15 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
                 "profile": args.profile, "quick": args.quick, "without": sorted(args.without),
                 "rounds": args.rounds or base["rounds"], "round_s": args.round_seconds or base["round_s"],
                 "timeout_s": args.timeout or base["timeout_s"]}  # fmt: skip
-    record = common.new_record(
-        "throughput", argv, "Throughput: env steps/s against N", settings, args.machine_name
-    )
+    title = "Throughput: env steps/s against N" + (", stacks timed in alternation" if args.interleave else "")
+    title += f" ({', '.join(args.stacks)})" if args.stacks else ""
+    record = common.new_record("throughput", argv, title, settings, args.machine_name)
     results = measure(stacks, args, settings, record["machine"]["jax_backend"])
     common.finish(record, results, summary(record | {"results": results}))
     paths = common.write(record, markdown(record), plot, args.name, args.out or common.RESULTS)
     print("\n".join(markdown(record)))
     print("wrote " + ", ".join(map(str, paths)))
-    return (
-        1 if any(e["status"] != "ok" and e["status"] != "skipped" for e in results["stacks"].values()) else 0
-    )
+    return 1 if any(e["status"] in ("failed", "partial") for e in results["stacks"].values()) else 0
 
 
 def measure(stacks: list[Stack], args: argparse.Namespace, settings: dict, backend: str) -> dict:
@@ -653,6 +651,23 @@ def medians(entry: dict) -> dict[int, float]:
 # -- the report ----------------------------------------------------------------------------------------
 
 
+# The stacks a user meets, on the C engine: their ratios (and the internal pairs) are the page's.
+HEADLINE = (
+    "JaxAnt-v0 VectorEnv (mujoco)",
+    "JaxAnt-v0 TorchVectorEnv (mujoco)",
+    "SB3VecEnv, JaxAnt-v0 (mujoco)",
+    "PettingZooEnv, JaxMultiAnt-v0 2x4 (mujoco)",
+)
+
+
+def table(first: str, sizes: list, rows: dict[str, list[str]], last: str = "") -> list[str]:
+    """A Markdown table: a row per label, a column per N (and ``last``, if named)."""
+    extra = [last] if last else []
+    lines = [f"| {first} | " + " | ".join([*(f"N={n}" for n in sizes), *extra]) + " |"]
+    lines.append("|---" * (len(sizes) + 1 + len(extra)) + "|")
+    return lines + [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows.items()]
+
+
 def _cell(r: dict | None) -> str:
     if not r:
         return "-"
@@ -663,34 +678,28 @@ def _cell(r: dict | None) -> str:
 
 
 def steps_table(results: dict) -> list[str]:
-    sizes = [str(n) for n in results["sizes"]]
-    lines = [
-        "| stack | " + " | ".join(f"N={n}" for n in sizes) + " | compile (s) |",
-        "|---" * (len(sizes) + 2) + "|",
-    ]
+    sizes, rows = [str(n) for n in results["sizes"]], {}
     for name, e in results["stacks"].items():
-        if e["status"] == "skipped":
-            continue
-        compiled = [r["compile_s"] for r in e["sizes"].values() if "compile_s" in r]
-        label = f"**{name}**" if e["ours"] else name
-        compile_s = f"{compiled[0]:.1f}" if compiled else "-"
-        lines.append(
-            f"| {label} | " + " | ".join(_cell(e["sizes"].get(n)) for n in sizes) + f" | {compile_s} |"
-        )
-    return lines
+        if e["status"] != "skipped":
+            compiled = [f"{r['compile_s']:.1f}" for r in e["sizes"].values() if "compile_s" in r]
+            cells = [_cell(e["sizes"].get(n)) for n in sizes]
+            rows[f"**{name}**" if e["ours"] else name] = [*cells, compiled[0] if compiled else "-"]
+    return table("stack", sizes, rows, "compile (s)")
 
 
-def ratio_table(results: dict) -> list[str]:
-    sizes = sorted({r["n"] for r in results["ratios"]})
-    cells: dict[tuple[str, str], dict[int, float]] = {}
-    for r in results["ratios"]:
-        cells.setdefault((r["ours"], r["peer"]), {})[r["n"]] = r["ratio"]
-    lines = ["| ours / peer | " + " | ".join(f"N={n}" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
-    for (a, b), by_n in cells.items():
-        lines.append(
-            f"| {a} / {b} | " + " | ".join(f"{by_n[n]:.2f}" if n in by_n else "-" for n in sizes) + " |"
-        )
-    return lines
+def ratio_table(results: dict, headline: bool = False) -> list[str]:
+    """Ours / peer at each N; with ``headline`` only the :data:`HEADLINE` stacks' and the internal pairs."""
+    chosen = [
+        r
+        for r in results["ratios"]
+        if not headline or r["ours"] in HEADLINE or (r["ours"], r["peer"]) in INTERNAL
+    ]
+    if not chosen:
+        return ["No ratio: no two stacks of one family measured."]
+    sizes, cells = sorted({r["n"] for r in chosen}), {}
+    for r in chosen:
+        cells.setdefault(f"{r['ours']} / {r['peer']}", {})[r["n"]] = f"{r['ratio']:.2f}"
+    return table("ours / peer", sizes, {k: [v.get(n, "-") for n in sizes] for k, v in cells.items()})
 
 
 def _loads(results: dict) -> str:
@@ -703,73 +712,54 @@ def _loads(results: dict) -> str:
 def summary(record: dict) -> list[str]:
     results, s = record["results"], record["settings"]
     how = "in alternation in one process" if s["interleave"] else "each in a process of its own"
+    sentence = (
+        f"Env steps/s, medians of {s['rounds']} rounds [min-max], stacks timed {how}; gymjax's in bold. "
+        f"Load average (1 min) over the rounds {_loads(results)}. Ratios: gymjax's adapters on the C engine "
+        "over each peer, and each adapter over what it wraps (every ratio is in the report)."
+    )
     return [
-        (
-            f"Env steps/s, medians of {s['rounds']} rounds [min-max], stacks timed {how}; gymjax's in bold. "
-            f"Load average (1 min) over the rounds {_loads(results)}."
-        ),
+        sentence,
         "",
         *steps_table(results),
         "",
-        *(ratio_table(results) if results["ratios"] else ["No ratio: no two stacks of one family measured."]),
-    ]
+        *ratio_table(results, headline=True),
+    ]  # fmt: skip
 
 
 def markdown(record: dict) -> list[str]:
-    results = record["results"]
-    lines = ["## Env steps/s", "", *summary(record)]
+    results, stacks = record["results"], record["results"]["stacks"]
+    sizes = [str(n) for n in results["sizes"]]
+    lines = ["## Env steps/s", "", *summary(record), "", "## Every ratio", "", *ratio_table(results)]
     if not record["settings"]["interleave"]:
-        sizes = [str(n) for n in results["sizes"]]
+        rss = {name: [f"{e['sizes'][n]['peak_rss_mib']:,.0f}" if "peak_rss_mib" in e["sizes"].get(n, {}) else "-"
+                      for n in sizes] for name, e in stacks.items() if e["status"] != "skipped"}  # fmt: skip
         lines += [
             "",
             "## Peak RSS (MiB) of each stack's process, after each N",
             "",
-            "| stack | " + " | ".join(f"N={n}" for n in sizes) + " |",
-            "|---" * (len(sizes) + 1) + "|",
-        ]
-        lines += [
-            f"| {name} | "
-            + " | ".join(
-                f"{e['sizes'][n]['peak_rss_mib']:,.0f}" if "peak_rss_mib" in e["sizes"].get(n, {}) else "-"
-                for n in sizes
-            )
-            + " |"
-            for name, e in results["stacks"].items()
-            if e["status"] != "skipped"
+            *table("stack", sizes, rss),
         ]
     if results.get("profile"):
-        sizes = list(results["profile"])
-        lines += [
-            "",
-            "## Where a VectorEnv step's time goes (ms per step)",
-            "",
-            PROFILE,
-            "",
-            "| | " + " | ".join(f"N={n}" for n in sizes) + " |",
-            "|---" * (len(sizes) + 1) + "|",
-        ]
-        lines += [
-            f"| {key} | " + " | ".join(f"{results['profile'][n][key]:.2f}" for n in sizes) + " |"
-            for key in results["profile"][sizes[0]]
-        ]
-    lines += ["", "## Stacks", ""] + [
-        f"- **{n}** ({e['family']}): {e['note']}" for n, e in results["stacks"].items()
+        profile_sizes = list(results["profile"])
+        ms = {key: [f"{results['profile'][n][key]:.2f}" for n in profile_sizes]
+              for key in results["profile"][profile_sizes[0]]}  # fmt: skip
+        lines += ["", "## Where a VectorEnv step's time goes (ms per step)", "", PROFILE, ""]
+        lines += table("", profile_sizes, ms)
+    lines += ["", "## Stacks", "", *(f"- **{n}** ({e['family']}): {e['note']}" for n, e in stacks.items())]
+    skipped = [f"- {name}: {e['reason']}" for name, e in stacks.items() if e["status"] == "skipped"]
+    skipped += [f"- {name}, N={n}: {r['skipped']}" for name, e in stacks.items() if e["status"] != "skipped"
+                for n, r in e["sizes"].items() if "skipped" in r]  # fmt: skip
+    failed = [f"- {name}: {e['error'].splitlines()[-1]}" for name, e in stacks.items() if "error" in e]
+    return lines + [
+        "",
+        "## Skipped",
+        "",
+        *(skipped or ["- nothing"]),
+        "",
+        "## Failed",
+        "",
+        *(failed or ["- nothing"]),
     ]
-    lines += ["", "## Skipped", ""]
-    lines += [f"- {name}: {e['reason']}" for name, e in results["stacks"].items() if e["status"] == "skipped"]
-    lines += [
-        f"- {name}, N={n}: {r['skipped']}"
-        for name, e in results["stacks"].items()
-        if e["status"] != "skipped"
-        for n, r in e["sizes"].items()
-        if "skipped" in r
-    ]
-    if lines[-1] == "":
-        lines.append("- nothing")
-    failed = [
-        f"- {name}: {e['error'].splitlines()[-1]}" for name, e in results["stacks"].items() if "error" in e
-    ]
-    return lines + ["", "## Failed", "", *(failed or ["- nothing"])]
 
 
 def plot(record: dict, path: pathlib.Path) -> None:
