@@ -64,7 +64,7 @@ PEERS = {
 }
 
 
-# -- builders: each returns a common.Stepper at n envs (imports inside: the parent stays off JAX) ------
+# -- builders: a common.Stepper at n envs (imports inside: the parent stays off JAX) ---------
 
 
 def action_cycle(space, n: int, count: int = 16, seed: int = 0, dtype=np.float32) -> Callable[[], np.ndarray]:
@@ -288,7 +288,7 @@ def pettingzoo_vector(n: int) -> common.Stepper:
     return common.Stepper(lambda: env.step({a: c() for a, c in cycles.items()}), n, env.close)
 
 
-# -- the stacks -----------------------------------------------------------------------------------
+# -- the stacks ---------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -427,7 +427,7 @@ def plan_sizes(stack: Stack, sizes: list[int], quick: bool, backend: str) -> tup
     return run, skipped
 
 
-# -- the worker: python -m benchmarks.throughput SPEC.json ---------------------------------------------
+# -- the worker: python -m benchmarks.throughput SPEC.json -------------------------------------
 
 
 def worker(spec: dict) -> None:
@@ -504,7 +504,7 @@ def profile(n: int, rounds: int, round_s: float) -> dict[str, float]:
     }
 
 
-# -- the parent --------------------------------------------------------------------------------------
+# -- the parent ---------------------------------------------------------------------------------
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -648,7 +648,7 @@ def medians(entry: dict) -> dict[int, float]:
     return {int(n): r["steps_per_s"]["median"] for n, r in entry["sizes"].items() if "steps_per_s" in r}
 
 
-# -- the report ----------------------------------------------------------------------------------------
+# -- the report ---------------------------------------------------------------------------------
 
 
 # The stacks a user meets, on the C engine: their ratios (and the internal pairs) are the page's.
@@ -729,7 +729,9 @@ def summary(record: dict) -> list[str]:
 def markdown(record: dict) -> list[str]:
     results, stacks = record["results"], record["results"]["stacks"]
     sizes = [str(n) for n in results["sizes"]]
-    lines = ["## Env steps/s", "", *summary(record), "", "## Every ratio", "", *ratio_table(results)]
+    lines = ["## Env steps/s", "", *summary(record)]
+    if ratio_table(results) != ratio_table(results, headline=True):
+        lines += ["", "## Every ratio", "", *ratio_table(results)]
     if not record["settings"]["interleave"]:
         rss = {name: [f"{e['sizes'][n]['peak_rss_mib']:,.0f}" if "peak_rss_mib" in e["sizes"].get(n, {}) else "-"
                       for n in sizes] for name, e in stacks.items() if e["status"] != "skipped"}  # fmt: skip
