@@ -583,14 +583,8 @@ def markdown(record: dict) -> list[str]:
         ),
         "",
         *deviation_table(results),
-        "",
-        "## Skipped or capped",
-        "",
-        *(skipped or ["- nothing"]),
-        "",
-        "## Failed",
-        "",
-        *(failed or ["- nothing"]),
+        *common.listed("Skipped or capped", skipped),
+        *common.listed("Failed", failed),
     ]
 
 

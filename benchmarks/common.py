@@ -298,6 +298,11 @@ def write(
     return paths
 
 
+def listed(heading: str, items: list[str]) -> list[str]:
+    """A Markdown section of ``- item`` lines (what was skipped, what failed); "- nothing" when empty."""
+    return ["", f"## {heading}", "", *(items or ["- nothing"])]
+
+
 def pyplot():
     """matplotlib's pyplot on the Agg backend (files only, no display)."""
     import matplotlib

@@ -752,16 +752,7 @@ def markdown(record: dict) -> list[str]:
     skipped += [f"- {name}, N={n}: {r['skipped']}" for name, e in stacks.items() if e["status"] != "skipped"
                 for n, r in e["sizes"].items() if "skipped" in r]  # fmt: skip
     failed = [f"- {name}: {e['error'].splitlines()[-1]}" for name, e in stacks.items() if "error" in e]
-    return lines + [
-        "",
-        "## Skipped",
-        "",
-        *(skipped or ["- nothing"]),
-        "",
-        "## Failed",
-        "",
-        *(failed or ["- nothing"]),
-    ]
+    return lines + common.listed("Skipped", skipped) + common.listed("Failed", failed)
 
 
 def plot(record: dict, path: pathlib.Path) -> None:
