@@ -29,10 +29,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
-# Every suite, full sizes (about an hour on 2 CPU cores): benchmarks/results/bench-<platform>.*
+# Every throughput stack, full sizes (about an hour on 2 CPU cores): benchmarks/results/throughput.*
 bench: install
 	$(PY) -m pip install -q -e ".[bench]"
-	$(PY) -m benchmarks --suite all
+	$(PY) -m benchmarks throughput
 
 clean:
 	rm -rf $(VENV) .jax_cache runs

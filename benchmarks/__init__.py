@@ -1,17 +1,15 @@
-"""gymjax's benchmark harness: ``python -m benchmarks``, run from a source checkout.
+"""gymjax's benchmarks: ``python -m benchmarks <command>``, run from a source checkout.
 
-Suites (``benchmarks/suites/``): ``env`` (env steps/s and peak memory against
-N), ``adapters`` (SB3 and PettingZoo adapters against the ecosystem's own) and
-``train`` (PPO training steps/s and learning curves). ``harness`` times,
-isolates and describes; ``report`` writes JSON, Markdown and PNGs; ``worker``
-measures one stack in a process of its own. Peers (Brax, EnvPool, ...) are
-optional: a missing one is reported as skipped.
-
-The scripts beside them measure one question each and write
-``results/<name>.{json,md,png}``: ``vector_ceiling`` (the C backend's vector
-env against MuJoCo C alone and EnvPool), ``clients`` (third-party clients on
-gymjax envs), ``learning`` (SB3 and gymjax PPO learning side by side) and
-``distributed`` (PPO across processes).
+Commands (``__main__.COMMANDS``), each a module writing one record
+``results/<stem>.{json,md,png}`` whose ``command`` regenerates it:
+``throughput`` (env steps/s of gymjax's stacks, its adapters and their peers,
+the MuJoCo C ceilings, ``--interleave``, ``--profile``), ``catalog`` (every
+MuJoCo task against EnvPool, the host pool and MJX, and MJX's deviation),
+``training`` (PPO learning against the peers), ``distributed`` (PPO across
+processes) and ``page`` (``results/README.md`` from the records' summaries).
+:mod:`benchmarks.common` holds what they share: the record and its writer, the
+process runner, interleaved timing. Peers (Brax, EnvPool, ...) are optional: a
+missing one is reported as skipped.
 
 benchmarks/ imports gymjax; gymjax never imports benchmarks/.
 """

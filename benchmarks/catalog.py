@@ -1,10 +1,13 @@
 """Every Gymnasium MuJoCo v5 task of the registry: throughput against EnvPool, and MJX's deviation.
 
+    python -m benchmarks catalog                         # N = 16, 256: about 25 min on 2 cores
+    python -m benchmarks catalog --quick --out /tmp/cat  # N = 16, 2 rounds, MJX on two small tasks
+
 For each registered id whose reference is a Gymnasium MuJoCo ``*-v5`` (new ids are picked up):
 
 1. Throughput, random actions, at N = 16 and 256, four stacks built once and timed in
-   alternation (A, B, C, D, A, B, C, D, ...) in one process, medians of the rounds, the load
-   average before and after each block and after each round:
+   alternation (:func:`benchmarks.common.interleaved`) in one process, medians of the rounds,
+   the load average before and after each block and after each round:
 
    - gymjax VectorEnv: ``gymnasium.make_vec(id, num_envs=N, engine="mujoco")`` (MuJoCo C inside
      jit, NumPy out, same-step auto-reset);
@@ -20,43 +23,28 @@ For each registered id whose reference is a Gymnasium MuJoCo ``*-v5`` (new ids a
    (``|mjx - c| / max(1, |c|)``) after 1 step and after 100 steps (or at the C run's
    termination, where each state stops), and whether the terminations agree.
 
-Writes benchmarks/results/catalog.{json,md,png}.
-
-    python -m benchmarks.catalog            # N = 16, 256: about 25 min on 2 cores
-    python -m benchmarks.catalog --quick    # N = 16, 2 rounds, MJX on two small tasks: a smoke run
+The builders of the C stacks are :mod:`benchmarks.throughput`'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import pathlib
-import statistics
-import sys
-import tempfile
 import time
 
-if __package__ in (None, ""):  # run as a file: make `benchmarks` importable from the repo root
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import gymnasium
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from tqdm import tqdm
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import gymjax
+from benchmarks import common
+from benchmarks.throughput import THREADS, action_cycle, envpool_env, host_pool, vector_env
 
-import gymnasium  # noqa: E402
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-from tqdm import tqdm  # noqa: E402
-
-import gymjax  # noqa: E402
-from benchmarks.harness import machine, versions  # noqa: E402
-from benchmarks.report import pyplot, save, write_results  # noqa: E402
-from gymjax.envs.mujoco.host import HostPhysics  # noqa: E402
-
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
-THREADS = os.cpu_count() or 1
 STACKS = ("gymjax VectorEnv", "EnvPool", "host pool", "MJX")
 QUICK_MJX = ("JaxInvertedPendulum-v0", "JaxReacher-v0")  # quick mode compiles MJX for these only
 DEVIATION_STATES = 16  # the MJX step compiled for N=16 serves the deviation too
@@ -87,30 +75,10 @@ def envpool_task(reference: str) -> str | None:
     return reference if reference in envpool.list_all_envs() else None
 
 
-# -- the stacks ---------------------------------------------------------------------------------
-
-
-class Stack:
-    """A built stack: ``step()`` advances N envs by one step (and waits for it)."""
-
-    def __init__(self, name: str, step, close=None, compile_s: float | None = None):
-        self.name, self.step, self.close, self.compile_s = name, step, close, compile_s
-
-
 def _actions(space: gymnasium.spaces.Box, n: int, count: int = 16, seed: int = 0) -> np.ndarray:
     """``count`` batches of ``n`` uniform actions in ``space``: ``[count, n, nu]`` float32."""
     rng = np.random.default_rng(seed)
     return rng.uniform(space.low, space.high, (count, n, *space.shape)).astype(np.float32)
-
-
-def _cycle(batches):
-    i = [0]
-
-    def next_batch():
-        i[0] = (i[0] + 1) % len(batches)
-        return batches[i[0]]
-
-    return next_batch
 
 
 def _starts(env, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -118,40 +86,6 @@ def _starts(env, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     keys = jax.random.split(jax.random.PRNGKey(seed), n)
     qpos, qvel = jax.jit(jax.vmap(env.initial_state))(keys)
     return np.asarray(qpos, np.float32), np.asarray(qvel, np.float32)
-
-
-def vector_env(env_id: str, n: int) -> Stack:
-    env = gymnasium.make_vec(env_id, num_envs=n, engine="mujoco", autoreset_mode="same_step")  # as measured
-    env.reset(seed=0)
-    action = _cycle(_actions(env.single_action_space, n))
-    return Stack("gymjax VectorEnv", lambda: env.step(action()), env.close)
-
-
-def envpool_env(task: str, n: int) -> Stack:
-    import envpool
-
-    env = envpool.make_gymnasium(task, num_envs=n, num_threads=THREADS)
-    env.reset()
-    action = _cycle(_actions(env.action_space, n).astype(np.float64))
-    return Stack("EnvPool", lambda: env.step(action()), env.close)
-
-
-def host_pool(env_id: str, n: int) -> Stack:
-    env = gymjax.make(env_id, engine="mujoco")
-    physics = HostPhysics(env.mj_model, env.frame_skip, None, env.data_fields, env.differenced_fields)
-    qpos, qvel = _starts(env, n)
-    state = [physics.split(physics.init(qpos, qvel, {})).state]
-    action = _cycle(_actions(env.action_space, n))
-
-    def step():
-        # The states evolve and never reset (a fallen Humanoid's contacts cost more than its start).
-        state[0] = physics.split(physics.step(state[0], action(), {})).state
-
-    def close():
-        physics.close()
-        env.close()
-
-    return Stack("host pool", step, close)
 
 
 def _solver_name(solver: mujoco.mjtSolver) -> str:
@@ -172,8 +106,10 @@ class MJX:
         """States at ``(qpos, qvel)``: ``reset_to`` compiled for :data:`DEVIATION_STATES` envs only,
         larger batches put together from chunks of that size."""
         k = DEVIATION_STATES
-        chunks = [self.reset_to(jnp.asarray(qpos[i : i + k]), jnp.asarray(qvel[i : i + k]))
-                  for i in range(0, len(qpos), k)]
+        chunks = [
+            self.reset_to(jnp.asarray(qpos[i : i + k]), jnp.asarray(qvel[i : i + k]))
+            for i in range(0, len(qpos), k)
+        ]
         return jax.tree.map(lambda *xs: jnp.concatenate(xs), *chunks) if len(chunks) > 1 else chunks[0]
 
     def stepped(self, state, action):
@@ -190,19 +126,19 @@ class MJX:
             self.compile_s[n] = max(0.0, self.compile_s[n] - took)
         return out
 
-    def stack(self, n: int) -> Stack:
+    def stack(self, n: int, rounds: int) -> common.Stepper:
+        """The MJX stack at ``n`` envs, compiled (clocked apart), timed in the first ``rounds`` rounds."""
         qpos, qvel = _starts(self.env, n)
         state = [self.start(qpos, qvel)]
-        actions = [jnp.asarray(a) for a in _actions(self.env.action_space, n, count=8)]
-        action = _cycle(actions)
+        action = action_cycle(self.env.action_space, n, count=8)
         for _ in range(2):  # compile (if not yet) and clock one steady call
-            state[0] = self.stepped(state[0], action())
+            state[0] = self.stepped(state[0], jnp.asarray(action()))
 
         def step():
-            state[0] = self.step(state[0], action())
+            state[0] = self.step(state[0], jnp.asarray(action()))
             jax.block_until_ready(state[0].obs)
 
-        return Stack("MJX", step, None, self.compile_s[n])
+        return common.Stepper(step, n, rounds=rounds)
 
     def solver(self) -> dict:
         """The constraint solver MJX runs, and the iterations."""
@@ -221,71 +157,6 @@ class MJX:
 
     def close(self) -> None:
         self.env.close()
-
-
-# -- throughput ---------------------------------------------------------------------------------
-
-
-def _error(err: BaseException) -> str:
-    """An exception in one line, with where it was raised."""
-    import traceback
-
-    where = traceback.extract_tb(err.__traceback__)[-1]
-    text = str(err).splitlines()[0] if str(err) else ""
-    return f"{type(err).__name__}: {text} ({pathlib.Path(where.filename).name}:{where.lineno})"
-
-
-def interleaved(
-    stacks: list[Stack], n: int, rounds: int, mjx_rounds: int, target_s: float, desc: str, failed: dict,
-) -> dict:
-    """Steps/s of each stack at ``n`` envs, timed in alternation; MJX in the first ``mjx_rounds`` rounds.
-
-    A stack whose warm-up raises is left out, its error in ``failed``."""
-    calls = {}
-    for stack in list(stacks):  # warm up (compiles) and size the rounds
-        try:
-            for _ in range(1 if stack.name == "MJX" else 3):
-                stack.step()
-        except Exception as err:  # a stack that cannot step is reported, the others measured
-            failed[stack.name] = _error(err)
-            stacks.remove(stack)
-            if stack.close is not None:
-                stack.close()
-            continue
-        start = time.perf_counter()
-        stack.step()
-        took = time.perf_counter() - start
-        calls[stack.name] = max(1 if stack.name == "MJX" else 3, int(target_s / max(took, 1e-6)))
-    samples: dict[str, list[float]] = {s.name: [] for s in stacks}
-    loads = []
-    load_before = list(os.getloadavg())
-    for r in tqdm(range(rounds), desc=desc, unit="round", leave=False):
-        for stack in stacks:
-            if stack.name == "MJX" and r >= mjx_rounds:
-                continue
-            count = calls[stack.name]
-            start = time.perf_counter()
-            for _ in range(count):
-                stack.step()
-            samples[stack.name].append(n * count / (time.perf_counter() - start))
-        loads.append(os.getloadavg()[0])
-    out = {
-        "stacks": {
-            s.name: {
-                "median": statistics.median(samples[s.name]),
-                "min": min(samples[s.name]),
-                "max": max(samples[s.name]),
-                "samples": samples[s.name],
-                "calls_per_round": calls[s.name],
-                **({"compile_s": s.compile_s} if s.compile_s is not None else {}),
-            }
-            for s in stacks
-        },
-        "load_before": load_before,
-        "load_after": list(os.getloadavg()),
-        "load_1min_rounds": loads,
-    }
-    return out
 
 
 # -- MJX's deviation ----------------------------------------------------------------------------
@@ -383,157 +254,156 @@ def deviation(env_id: str, mjx: MJX, steps: int, budget_s: float, seed: int = 0)
 # -- the run ------------------------------------------------------------------------------------
 
 
-def run_task(env_id: str, args, report: dict) -> None:
+def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
     spec = gymjax.envs.spec(env_id)
     task = envpool_task(spec.reference_id)
     entry: dict = {"reference": spec.reference_id, "envpool_task": task}
     entry |= {"throughput": {}, "skipped": {}, "failed": {}}
-    report["tasks"][env_id] = entry
+    tasks[env_id] = entry
     with_mjx = not args.quick or env_id in QUICK_MJX
     mjx = MJX(env_id) if with_mjx else None
     if mjx is None:
         entry["skipped"]["MJX"] = "quick mode compiles MJX for " + ", ".join(QUICK_MJX) + " only"
-    if mjx is not None:
+    else:
         entry["solver"] = mjx.solver()
         entry["deviation"] = deviation(env_id, mjx, args.deviation_steps, args.deviation_budget)
         if "capped" in entry["deviation"]:
             entry["skipped"]["MJX deviation"] = entry["deviation"]["capped"]
+    if task is None:
+        entry["skipped"]["EnvPool"] = "envpool is not installed, or has no " + spec.reference_id
     for n in args.sizes:
-        builders = [("gymjax VectorEnv", lambda: vector_env(env_id, n))]
+        builders = {"gymjax VectorEnv": lambda n=n: vector_env(n, env_id, engine="mujoco")}
         if task is not None:
-            builders.append(("EnvPool", lambda: envpool_env(task, n)))
-        else:
-            entry["skipped"]["EnvPool"] = "envpool is not installed, or has no " + spec.reference_id
-        builders.append(("host pool", lambda: host_pool(env_id, n)))
-        skip_mjx = None
-        small = mjx.call_s.get(DEVIATION_STATES) if mjx is not None else None
-        if small is not None and small * n / DEVIATION_STATES > MJX_MAX_CALL_S and n == DEVIATION_STATES:
-            skip_mjx = f"capped: one N={n} step took {small:.1f} s (> {MJX_MAX_CALL_S:g} s)"
-        elif mjx is not None and n > DEVIATION_STATES:
-            estimate = small * n / DEVIATION_STATES if small else None
-            if estimate is not None and estimate > MJX_MAX_CALL_S:
-                skip_mjx = (f"capped: one N={n} step would take ~{estimate:.1f} s "
-                            f"({n // DEVIATION_STATES} x the N={DEVIATION_STATES} step)")
-            elif mjx.compile_s.get(DEVIATION_STATES, 0) > args.mjx_compile_cap:
-                skip_mjx = (f"capped: the N={DEVIATION_STATES} step compiled in "
-                            f"{mjx.compile_s[DEVIATION_STATES]:.0f} s (> {args.mjx_compile_cap:g} s); a "
-                            f"N={n} compile would take the run past its time budget on {THREADS} cores")
+            builders["EnvPool"] = lambda n=n: envpool_env(n, task, num_threads=THREADS)
+        builders["host pool"] = lambda n=n: host_pool(n, env_id)
+        skip_mjx = mjx_cap(mjx, n, args.mjx_compile_cap) if mjx is not None else None
         if skip_mjx:
             entry["skipped"][f"MJX N={n}"] = skip_mjx
         elif mjx is not None:
-            builders.append(("MJX", lambda: mjx.stack(n)))
-        stacks, failed = [], {}
-        for name, build in builders:
+            builders["MJX"] = lambda n=n: mjx.stack(n, args.mjx_rounds)
+        stacks, failed = {}, {}
+        for name, build in builders.items():
             try:
-                stacks.append(build())
-            except Exception as err:
-                failed[name] = _error(err)
-        entry["throughput"][str(n)] = interleaved(
-            stacks, n, args.rounds, args.mjx_rounds, args.target_s, f"{_short(env_id)} N={n}", failed,
-        )
+                stacks[name] = build()
+            except Exception as err:  # noqa: BLE001 - a stack that cannot be built is reported, others measured
+                failed[name] = common.one_line(err)
+        load_before = list(os.getloadavg())
+        block = common.interleaved(stacks, args.rounds, args.round_seconds, desc=f"{_short(env_id)} N={n}")
+        if "MJX" in block["stacks"]:  # its compile came before the warm-up: clocked by MJX.stepped
+            block["stacks"]["MJX"]["compile_s"] = mjx.compile_s[n]
+        failed |= block.pop("failed")
+        entry["throughput"][str(n)] = block | {
+            "load_before": load_before,
+            "load_after": list(os.getloadavg()),
+        }
         entry["failed"].update({f"{name} N={n}": why for name, why in failed.items()})
-        for stack in stacks:
-            if stack.close is not None:
-                stack.close()
     if mjx is not None:
         mjx.close()
     jax.clear_caches()  # each task's compiled steps are done with: keep the process small
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N = 16, 2 rounds, MJX on two tasks: a smoke run")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of the C stacks (default 5)")
-    parser.add_argument("--mjx-rounds", type=int, default=3, help="rounds MJX takes part in (default 3)")
-    parser.add_argument("--target-s", type=float, default=0.3, help="seconds per stack per round")
-    parser.add_argument("--deviation-steps", type=int, default=100)
-    parser.add_argument("--mjx-compile-cap", type=float, default=90.0,
-                        help="no MJX at N=256 where its N=16 step compiled for longer (s)")
-    parser.add_argument("--deviation-budget", type=float, default=60.0,
-                        help="seconds of MJX steps per task's deviation run, at most (default 60)")
-    parser.add_argument("--ids", nargs="*", help="only these ids (default: every MuJoCo v5 id)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="measure nothing: remake the ratios, Markdown and plot from the JSON in --out")
-    parser.add_argument("--note", help="a sentence for the report's header (how the run went)")
-    parser.add_argument("--resume", help="a partial report (written to the temp folder after each task) whose "
-                        "tasks are kept, not run again")
-    parser.add_argument("--out", default=str(RESULTS))
-    args = parser.parse_args(argv)
-    command = ["python", "-m", "benchmarks.catalog", *(argv if argv is not None else sys.argv[1:])]
-    if args.quick:
-        args.sizes, args.rounds, args.mjx_rounds, args.target_s = (16,), 2, 2, 0.1
-        args.deviation_steps = min(args.deviation_steps, 10)
-    else:
-        args.sizes = (16, 256)
-    stem = "catalog" + ("-quick" if args.quick else "")
-    if args.report_only:
-        report = json.loads((pathlib.Path(args.out) / f"{stem}.json").read_text())
-        report["ratios"] = ratios(report)
-        write_results(pathlib.Path(args.out), stem, report, markdown, plot)
-        return
+def mjx_cap(mjx: MJX, n: int, compile_cap: float) -> str | None:
+    """Why MJX is not timed at ``n`` envs on this task (its steps too slow, or its compile), or None."""
+    small = mjx.call_s.get(DEVIATION_STATES)
+    if small is not None and small * n / DEVIATION_STATES > MJX_MAX_CALL_S and n == DEVIATION_STATES:
+        return f"capped: one N={n} step took {small:.1f} s (> {MJX_MAX_CALL_S:g} s)"
+    if n > DEVIATION_STATES:
+        estimate = small * n / DEVIATION_STATES if small else None
+        if estimate is not None and estimate > MJX_MAX_CALL_S:
+            return (
+                f"capped: one N={n} step would take ~{estimate:.1f} s "
+                f"({n // DEVIATION_STATES} x the N={DEVIATION_STATES} step)"
+            )
+        if mjx.compile_s.get(DEVIATION_STATES, 0) > compile_cap:
+            return (
+                f"capped: the N={DEVIATION_STATES} step compiled in {mjx.compile_s[DEVIATION_STATES]:.0f} s "
+                f"(> {compile_cap:g} s); a N={n} compile would take the run past its time budget on "
+                f"{THREADS} cores"
+            )
+    return None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quick", action="store_true", help="N = 16, 2 rounds, MJX on two tasks: a smoke run (needs --out)"
+    )
+    p.add_argument("--sizes", type=int, nargs="+", default=[16, 256], help="N (default: 16 256; quick: 16)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of the C stacks (default 5)")
+    p.add_argument("--mjx-rounds", type=int, default=3, help="rounds MJX takes part in (default 3)")
+    p.add_argument(
+        "--round-seconds", type=float, default=0.3, help="seconds per stack per round (default 0.3)"
+    )
+    p.add_argument("--deviation-steps", type=int, default=100)
+    p.add_argument(
+        "--mjx-compile-cap",
+        type=float,
+        default=90.0,
+        help="no MJX above N=16 where its N=16 step compiled for longer (s)",
+    )
+    p.add_argument(
+        "--deviation-budget",
+        type=float,
+        default=60.0,
+        help="seconds of MJX steps per task's deviation run, at most (default 60)",
+    )
+    p.add_argument("--ids", nargs="+", help="only these ids (default: every MuJoCo v5 id)")
+    p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
+
+
+def main(args: argparse.Namespace, argv: list[str]) -> int:
     ids = args.ids or mujoco_ids()
-    earlier = json.loads(pathlib.Path(args.resume).read_text()) if args.resume else None
-    if args.note:
-        command = [a for a in command if a != "--note" and a != args.note]
-    if earlier:  # the command that gives the whole report is the one without --resume and --ids
-        command = [a for a in command if a != "--resume" and a != args.resume]
-        if args.ids:
-            command = command[: command.index("--ids")] + command[command.index("--ids") + 1 + len(args.ids):]
-    started = time.time()
-    report = {
-        "command": command,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "machine": machine(),
-        "versions": versions(),
-        "threads": THREADS,
-        "quick": args.quick,
-        "sizes": list(args.sizes),
-        "rounds": args.rounds,
-        "mjx_rounds": args.mjx_rounds,
-        "target_s": args.target_s,
-        "mjx_max_call_s": MJX_MAX_CALL_S,
-        "mjx_compile_cap_s": args.mjx_compile_cap,
-        "tasks": {},
-        **({"note": args.note} if args.note else {}),
+    unknown = sorted(set(ids) - set(mujoco_ids()))
+    if unknown:
+        raise SystemExit(f"--ids {unknown}: not MuJoCo v5 ids of the registry ({', '.join(mujoco_ids())})")
+    if args.quick:
+        if args.out is None:
+            raise SystemExit(
+                "--quick is a smoke run: give --out (its files never go into benchmarks/results)"
+            )
+        args.sizes, args.rounds, args.mjx_rounds, args.round_seconds = [16], 2, 2, 0.1
+        args.deviation_steps = min(args.deviation_steps, 10)
+    settings = {
+        k: getattr(args, k)
+        for k in (
+            "quick",
+            "sizes",
+            "rounds",
+            "mjx_rounds",
+            "round_seconds",
+            "deviation_steps",
+            "mjx_compile_cap",
+            "deviation_budget",
+        )
     }
-    if earlier:
-        report["tasks"] = earlier["tasks"]
-        report["machine"]["load_average_at_start"] = earlier["machine"]["load_average_at_start"]
-        before = earlier.get("resumed", [])
-        report["resumed"] = [*([before] if isinstance(before, dict) else before),
-                             {"created": earlier["created"], "wall_s": earlier["wall_s"], "tasks": list(earlier["tasks"])}]
-        started -= earlier["wall_s"]
-        ids = [i for i in ids if i not in earlier["tasks"]]
-    stem = "catalog" + ("-quick" if args.quick else "")
-    out = pathlib.Path(args.out)
+    settings |= {"threads": THREADS, "mjx_max_call_s": MJX_MAX_CALL_S}
+    title = "Gymnasium MuJoCo v5 catalog: gymjax, EnvPool, the host pool and MJX"
+    record = common.new_record("catalog", argv, title + (" (quick)" if args.quick else ""), settings)
+    tasks: dict = {}
     for env_id in tqdm(ids, desc="tasks", unit="task"):
-        run_task(env_id, args, report)
-        report["wall_s"] = time.time() - started
-        report["machine"]["load_average_at_end"] = list(os.getloadavg())
-        # What is done so far, should a later task crash the run.
-        (pathlib.Path(tempfile.gettempdir()) / f"{stem}.partial.json").write_text(json.dumps(report, indent=1))
-    order = mujoco_ids()
-    report["tasks"] = dict(sorted(report["tasks"].items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 0))
-    report["ratios"] = ratios(report)
-    write_results(out, stem, report, markdown, plot)
+        run_task(env_id, args, tasks)
+    results = {"tasks": tasks, "ratios": ratios(tasks)}
+    common.finish(record, results, summary(record | {"results": results}))
+    paths = common.write(record, markdown(record), plot, "catalog", args.out or common.RESULTS)
+    print("wrote " + ", ".join(map(str, paths)))
+    return 1 if any(e["failed"] for e in tasks.values()) else 0
 
 
 # -- the report ---------------------------------------------------------------------------------
 
 
-def _median(report: dict, env_id: str, n: str, stack: str) -> float | None:
-    r = report["tasks"][env_id]["throughput"].get(n, {}).get("stacks", {}).get(stack)
+def _median(tasks: dict, env_id: str, n: str, stack: str) -> float | None:
+    r = tasks[env_id]["throughput"].get(n, {}).get("stacks", {}).get(stack)
     return r["median"] if r else None
 
 
-def ratios(report: dict) -> dict:
+def ratios(tasks: dict) -> dict:
     """Per task and N: VectorEnv / EnvPool, VectorEnv / host pool, host pool / EnvPool, MJX / VectorEnv."""
     out = {}
-    for env_id, entry in report["tasks"].items():
+    for env_id, entry in tasks.items():
         out[env_id] = {}
         for n in entry["throughput"]:
-            vec, ep, pool, mjx = (_median(report, env_id, n, s) for s in STACKS)
-            div = lambda a, b: a / b if a and b else None  # noqa: E731
+            vec, ep, pool, mjx = (_median(tasks, env_id, n, s) for s in STACKS)
+            div = lambda a, b: a / b if a and b else None
             out[env_id][n] = {
                 "vector_envpool": div(vec, ep),
                 "vector_pool": div(vec, pool),
@@ -559,55 +429,54 @@ def _short(env_id: str) -> str:
     return env_id.removeprefix("Jax").removesuffix("-v0")
 
 
-def _loads(values: list[float]) -> str:
-    return "/".join(f"{x:.1f}" for x in values)
-
-
-def _round_loads(report: dict) -> str:
-    loads = [x for e in report["tasks"].values() for b in e["throughput"].values() for x in b["load_1min_rounds"]]
+def _round_loads(results: dict) -> str:
+    loads = [
+        x for e in results["tasks"].values() for b in e["throughput"].values() for x in b["load_1min_rounds"]
+    ]
     return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
 
 
-def throughput_table(report: dict) -> list[str]:
+def throughput_table(results: dict) -> list[str]:
     lines = [
-        "| task | N | gymjax VectorEnv | EnvPool | host pool | MJX (compile s) | VectorEnv / EnvPool "
-        "| VectorEnv / host pool | load 1 min before → after |",
+        (
+            "| task | N | gymjax VectorEnv | EnvPool | host pool | MJX (compile s) | VectorEnv / EnvPool "
+            "| VectorEnv / host pool | load 1 min before → after |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for env_id, entry in report["tasks"].items():
+    for env_id, entry in results["tasks"].items():
         for n, block in entry["throughput"].items():
             st = block["stacks"]
-            r = report["ratios"][env_id][n]
+            r = results["ratios"][env_id][n]
             cell = {s: _n(st[s]["median"]) if s in st else "-" for s in STACKS}
-            if "MJX" in st:
-                cell["MJX"] += f" ({st['MJX']['compile_s']:.0f})"
             for s in STACKS:
-                if f"{s} N={n}" in entry.get("failed", {}) and s not in st:
+                if f"{s} N={n}" in entry["failed"] and s not in st:
                     cell[s] = "failed"
             if "MJX" in st:
-                pass
+                cell["MJX"] += f" ({st['MJX']['compile_s']:.0f})"
             elif f"MJX N={n}" in entry["skipped"]:
                 cell["MJX"] = "capped"
             elif "MJX" in entry["skipped"]:
                 cell["MJX"] = "skipped"
             lines.append(
-                f"| {_short(env_id)} | {n} | " + " | ".join(cell[s] for s in STACKS)
+                f"| {_short(env_id)} | {n} | "
+                + " | ".join(cell[s] for s in STACKS)
                 + f" | {_r(r['vector_envpool'])} | {_r(r['vector_pool'])} "
                 f"| {block['load_before'][0]:.1f} → {block['load_after'][0]:.1f} |"
             )
     return lines
 
 
-def deviation_table(report: dict) -> list[str]:
-    steps = report.get("deviation_steps") or next(
-        (e["deviation"]["steps"] for e in report["tasks"].values() if "deviation" in e), 100
-    )
+def deviation_table(results: dict) -> list[str]:
+    steps = next((e["deviation"]["steps"] for e in results["tasks"].values() if "deviation" in e), 100)
     lines = [
-        f"| task | MJX solver (iterations, line search) | obs, 1 step | reward, 1 step | obs, {steps} steps "
-        f"| reward, {steps} steps | median obs, {steps} steps | terminations agree | steps compared (min-max) |",
+        (
+            f"| task | MJX solver (iterations, line search) | obs, 1 step | reward, 1 step | obs, {steps} steps "
+            f"| reward, {steps} steps | median obs, {steps} steps | terminations agree | steps compared (min-max) |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for env_id, entry in report["tasks"].items():
+    for env_id, entry in results["tasks"].items():
         d = entry.get("deviation")
         if d is None:
             lines.append(f"| {_short(env_id)} | {entry['skipped'].get('MJX', 'not measured')} |" + " |" * 7)
@@ -623,12 +492,11 @@ def deviation_table(report: dict) -> list[str]:
     return lines
 
 
-def gap_lines(report: dict) -> list[str]:
-    """Per task where the VectorEnv is below EnvPool at the largest N: where the gap lies."""
-    n = str(max(report["sizes"]))
+def gap_lines(results: dict, n: str) -> list[str]:
+    """Per task where the VectorEnv is below EnvPool at N=``n``: where the gap lies."""
     lines = []
-    for env_id in report["tasks"]:
-        r = report["ratios"][env_id].get(n)
+    for env_id in results["tasks"]:
+        r = results["ratios"][env_id].get(n)
         if r and r["vector_envpool"] is None and r["pool_envpool"] is not None:
             lines.append(
                 f"- **{_short(env_id)}**: no VectorEnv figure (it failed, see Failed); the host pool alone runs "
@@ -636,130 +504,136 @@ def gap_lines(report: dict) -> list[str]:
             )
         if not r or r["vector_envpool"] is None or r["vector_envpool"] >= 1:
             continue
-        vec, ep, pool = (_median(report, env_id, n, s) for s in STACKS[:3])
-        per = {k: int(n) / v * 1e3 for k, v in (("vec", vec), ("pool", pool), ("ep", ep))}  # ms per batch step
+        vec, ep, pool = (_median(results["tasks"], env_id, n, s) for s in STACKS[:3])
+        per = {
+            k: int(n) / v * 1e3 for k, v in (("vec", vec), ("pool", pool), ("ep", ep))
+        }  # ms per batch step
         outside = per["vec"] - per["pool"]
         physics_gap = per["pool"] - per["ep"]
-        where = ("mostly the physics itself: the host pool alone is already below EnvPool"
-                 if physics_gap > outside else
-                 "mostly outside the physics: JAX around the callback, the auto-reset and the adapter")
+        where = (
+            "mostly the physics itself: the host pool alone is already below EnvPool"
+            if physics_gap > outside
+            else "mostly outside the physics: JAX around the callback, the auto-reset and the adapter"
+        )
         if outside < 0:  # the never-reset states cost the pool more than the VectorEnv's whole step
-            where = ("not split by the host pool here: its states never reset (fallen bodies in contact) and cost "
-                     "more than the VectorEnv's whole step, so it bounds nothing for this task")
+            where = (
+                "not split by the host pool here: its states never reset (fallen bodies in contact) and cost "
+                "more than the VectorEnv's whole step, so it bounds nothing for this task"
+            )
         lines.append(
             f"- **{_short(env_id)}** (VectorEnv / EnvPool {r['vector_envpool']:.2f}): a {n}-env step takes "
             f"{per['vec']:.2f} ms in the VectorEnv, {per['pool']:.2f} ms in the host pool and {per['ep']:.2f} ms "
             f"in EnvPool. The gap is {where} (host pool / EnvPool {r['pool_envpool']:.2f}; "
             f"{outside:+.2f} ms outside the physics)."
         )
-    if not lines:
-        lines = [f"- gymjax's VectorEnv is at or above EnvPool at N={n} for every task."]
-    return lines
+    return lines or [f"- gymjax's VectorEnv is at or above EnvPool at N={n} for every task."]
 
 
-def markdown(report: dict) -> str:
-    m, v = report["machine"], report["versions"]
-    quick = " (quick smoke run: not for comparison)" if report["quick"] else ""
-    tasks = report["tasks"].items()
+def summary(record: dict) -> list[str]:
+    s, results = record["settings"], record["results"]
+    return [
+        (
+            f"Env steps/s, random actions; per task and N the stacks are built once and timed in alternation, "
+            f"{s['rounds']} rounds of about {s['round_seconds']:g} s (MJX in the first {s['mjx_rounds']}); medians. "
+            f"Load (1 min) over the rounds {_round_loads(results)}. MJX's deviation from MuJoCo C is in the report."
+        ),
+        "",
+        *throughput_table(results),
+    ]
+
+
+def markdown(record: dict) -> list[str]:
+    results = record["results"]
+    tasks = results["tasks"].items()
     skipped = [f"- {_short(i)}, {what}: {why}" for i, e in tasks for what, why in e["skipped"].items()]
     failed = [f"- {_short(i)}, {what}: `{why}`" for i, e in tasks for what, why in e["failed"].items()]
-    lines = [
-        f"# Gymnasium MuJoCo v5 catalog: gymjax, EnvPool, the host pool and MJX{quick}",
-        "",
-        f"Machine: {m['cpu_count']}-core CPU ({m['cpu']}); JAX on "
-        f"{m['jax_backend']}, {report['threads']} threads for every C stack. Load average (1/5/15 min) at start "
-        f"{_loads(m['load_average_at_start'])}, at end {_loads(m['load_average_at_end'])}, 1 min over the timed "
-        f"rounds {_round_loads(report)}; run took "
-        f"{report['wall_s'] / 60:.0f} min. Reproduce: `{' '.join(report['command'])}`."
-        + (f" {report['note']}" if report.get("note") else ""),
-        "",
-        f"Versions: gymjax {v.get('gymjax')}, jax {v.get('jax')}, mujoco {v.get('mujoco')}, mujoco-mjx "
-        f"{v.get('mujoco-mjx')}, gymnasium {v.get('gymnasium')}, envpool {v.get('envpool')}; commit "
-        f"{v.get('git_commit')}.",
-        "",
+    n = str(max(record["settings"]["sizes"]))
+    return [
         "## Throughput (env steps/s)",
         "",
-        f"Random actions. Per task and N, the stacks are built once and timed in alternation, "
-        f"{report['rounds']} rounds of about {report['target_s']:g} s each (MJX in the first "
-        f"{report['mjx_rounds']}); medians. gymjax VectorEnv: `gymnasium.make_vec(id, N, engine=\"mujoco\")` "
-        "(same-step auto-reset, NumPy out). EnvPool: the same `*-v5` task, `num_threads` = cores. Host pool: "
-        "gymjax's MuJoCo C thread pool alone (`HostPhysics.step`, the task's fields, no JAX, states never "
-        "reset), the bound for any MuJoCo C stepper here. MJX: `jax.jit(jax.vmap(env.step))`, "
-        "`engine=\"mjx\"`, no auto-reset; its compile (s) in brackets, not in the figure.",
+        *summary(record),
         "",
-        *throughput_table(report),
+        (
+            'gymjax VectorEnv: `gymnasium.make_vec(id, N, engine="mujoco")` (same-step auto-reset, NumPy out). '
+            "EnvPool: the same `*-v5` task, `num_threads` = cores. Host pool: gymjax's MuJoCo C thread pool alone "
+            "(`HostPhysics.step`, the task's fields, no JAX, states never reset), the bound for any MuJoCo C stepper "
+            'here. MJX: `jax.jit(jax.vmap(env.step))`, `engine="mjx"`, no auto-reset; its compile (s) in '
+            "brackets, not in the figure."
+        ),
         "",
         "## Where the time goes",
         "",
-        f"Tasks where gymjax's VectorEnv is below EnvPool at N={max(report['sizes'])}, from the medians above "
-        "(ms per batch step = N / steps/s). The host pool runs no resets, so its states drift (fallen bodies, "
-        "more contacts or fewer) where the other two reset: read it as the physics' cost, give or take that.",
+        (
+            f"Tasks where gymjax's VectorEnv is below EnvPool at N={n}, from the medians above "
+            "(ms per batch step = N / steps/s). The host pool runs no resets, so its states drift (fallen bodies, "
+            "more contacts or fewer) where the other two reset: read it as the physics' cost, give or take that."
+        ),
         "",
-        *gap_lines(report),
+        *gap_lines(results, n),
         "",
         "## MJX deviation from MuJoCo C",
         "",
-        f"{DEVIATION_STATES} states from a random-action rollout of Gymnasium's `*-v5` (one every 7 steps), put on "
-        "both engines with `reset_to`; then the same random actions on `engine=\"mjx\"` (float32, solver preset "
-        "as shown) and `engine=\"mujoco\"` (Gymnasium's physics). Errors are the largest over the states of "
-        "`|mjx - c| / max(1, |c|)` (over the observation's numbers for obs); after N steps means after N steps "
-        "or at the step the C run terminated, where that state stops. Terminations agree where both runs first "
-        "terminate at the same step, or neither does.",
+        (
+            f"{DEVIATION_STATES} states from a random-action rollout of Gymnasium's `*-v5` (one every 7 steps), put on "
+            'both engines with `reset_to`; then the same random actions on `engine="mjx"` (float32, solver preset '
+            'as shown) and `engine="mujoco"` (Gymnasium\'s physics). Errors are the largest over the states of '
+            "`|mjx - c| / max(1, |c|)` (over the observation's numbers for obs); after N steps means after N steps "
+            "or at the step the C run terminated, where that state stops. Terminations agree where both runs first "
+            "terminate at the same step, or neither does."
+        ),
         "",
-        *deviation_table(report),
-        "",
-        "## Skipped or capped",
-        "",
-        *(skipped or ["- nothing"]),
-        "",
-        "## Failed",
-        "",
-        *(failed or ["- nothing"]),
-        "",
+        *deviation_table(results),
+        *common.listed("Skipped or capped", skipped),
+        *common.listed("Failed", failed),
     ]
-    return "\n".join(lines)
 
 
-def plot(report: dict, path: pathlib.Path) -> None:
-    plt = pyplot()
-    if plt is None:
-        return
-    ids = list(report["tasks"])
+def plot(record: dict, path: pathlib.Path) -> None:
+    plt = common.pyplot()
+    results = record["results"]
+    ids = list(results["tasks"])
     cols = 4
     rows = math.ceil((len(ids) + 1) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     colors = dict(zip(STACKS, ("tab:blue", "tab:orange", "tab:gray", "tab:green")))
     width = 0.8 / len(STACKS)
     for ax, env_id in zip(axes.flat, ids):
-        sizes = list(report["tasks"][env_id]["throughput"])
+        blocks = results["tasks"][env_id]["throughput"]
         for j, name in enumerate(STACKS):
             xs, med, lo, hi = [], [], [], []
-            for i, n in enumerate(sizes):
-                r = report["tasks"][env_id]["throughput"][n]["stacks"].get(name)
+            for i, block in enumerate(blocks.values()):
+                r = block["stacks"].get(name)
                 if r:
                     xs.append(i + (j - (len(STACKS) - 1) / 2) * width)
                     med.append(r["median"])
-                    lo.append(r["median"] - r["min"])
-                    hi.append(r["max"] - r["median"])
+                    lo.append(r["median"] - r["spread"][0])
+                    hi.append(r["spread"][1] - r["median"])
             ax.bar(xs, med, width, yerr=[lo, hi], color=colors[name], label=name, capsize=2)
         ax.set_yscale("log")
-        missing = [f"N={n}" for n in sizes if "MJX" not in report["tasks"][env_id]["throughput"][n]["stacks"]]
+        missing = [f"N={n}" for n, block in blocks.items() if "MJX" not in block["stacks"]]
         if missing:
-            ax.text(0.02, 0.97, f"MJX not measured at {', '.join(missing)}", transform=ax.transAxes,
-                    ha="left", va="top", fontsize=7, color="tab:green")
-        ax.set_xticks(range(len(sizes)), [f"N={n}" for n in sizes])
+            ax.text(
+                0.02,
+                0.97,
+                f"MJX not measured at {', '.join(missing)}",
+                transform=ax.transAxes,
+                ha="left",
+                va="top",
+                fontsize=7,
+                color="tab:green",
+            )
+        ax.set_xticks(range(len(blocks)), [f"N={n}" for n in blocks])
         ax.set_title(_short(env_id), fontsize=10)
         ax.grid(axis="y", alpha=0.3, which="both")
-    for ax in list(axes.flat)[len(ids):]:
+    for ax in list(axes.flat)[len(ids) :]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    legend_ax = list(axes.flat)[len(ids)]
-    legend_ax.legend(handles, labels, loc="center", fontsize=9, title="env steps/s (median, min-max)")
-    m = report["machine"]
-    fig.suptitle(f"Gymnasium MuJoCo v5 tasks, {m['cpu_count']}-core CPU, 1-min load over the rounds "
-                 f"{_round_loads(report)}" + (" (quick)" if report["quick"] else ""))
-    save(fig, path)
-
-
-if __name__ == "__main__":
-    main()
+    list(axes.flat)[len(ids)].legend(
+        handles, labels, loc="center", fontsize=9, title="env steps/s (median, min-max)"
+    )
+    fig.suptitle(
+        f"Gymnasium MuJoCo v5 tasks, {record['machine']['name']}, 1-min load over the rounds "
+        f"{_round_loads(results)}"
+    )
+    fig.savefig(path, dpi=100, format="png")
+    plt.close(fig)

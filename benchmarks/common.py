@@ -246,7 +246,7 @@ def header(record: dict) -> list[str]:
     """The lines every Markdown result starts with: command, machine, load, versions."""
     m, v = record["machine"], record["versions"]
     wall = f", {record['wall_s'] / 60:.0f} min" if record.get("wall_s") else ""
-    shown = ", ".join(f"{k} {x}" for k, x in v.items() if x and k != "python")
+    shown = ", ".join([f"Python {v['python']}", *(f"{k} {x}" for k, x in v.items() if x and k != "python")])
     return [
         f"Command: `{shlex.join(record['command'])}` ({record['created'][:10]}{wall}).",
         "",
@@ -255,7 +255,16 @@ def header(record: dict) -> list[str]:
             f"Load average (1/5/15 min) before {loads(record['load_before'])}, after {loads(record['load_after'])}."
         ),
         "",
-        f"Versions: Python {v['python']}, {shown}; commit {record['commit']}.",
+        f"Versions: {shown}; commit {record['commit']}.",
+        # a result measured by a script since replaced, its record converted to this shape once
+        *(
+            [
+                "",
+                f"Measured by {record['measured_by']}; the command above is the one that would regenerate it.",
+            ]
+            if record.get("measured_by")
+            else []
+        ),
     ]
 
 
@@ -287,6 +296,11 @@ def write(
             plot(record, tmp)
         paths.append(path)
     return paths
+
+
+def listed(heading: str, items: list[str]) -> list[str]:
+    """A Markdown section of ``- item`` lines (what was skipped, what failed); "- nothing" when empty."""
+    return ["", f"## {heading}", "", *(items or ["- nothing"])]
 
 
 def pyplot():

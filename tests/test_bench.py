@@ -1,245 +1,226 @@
-"""The benchmark harness: its smoke run (``python -m benchmarks --suite all --quick``) and its parts;
-and the results page (``benchmarks/results/README.md``), which must be what the committed JSON gives.
+"""The benchmarks: throughput's smoke runs (separately and interleaved, with the profile), the process
+runner's kill, and the results page (``benchmarks/results/README.md``), which must be what the records give.
 
-The smoke run is what CI runs of the harness: it checks that the JSON, the
-Markdown and the PNGs are written and well formed, that every stack is
-measured or skipped with a reason (Brax is left out with ``--without brax``,
-so the test holds whether Brax is installed or not), and that the ratios are
-the run's own figures divided.
+The smoke runs check that the JSON, the Markdown and the PNG are written and
+well formed, that every chosen stack is measured or skipped with a reason (Brax
+is left out with ``--without brax``, so the test holds whether Brax is installed
+or not), and that the ratios are the run's own figures divided. They choose a
+few cheap stacks: the whole table's quick run is ``make``'s, not the tests'.
 """
 
 import json
 import pathlib
-import re
-import shutil
 import subprocess
 import sys
+import time
 
-import jax
 import pytest
 
-from benchmarks import __main__ as bench_main
-from benchmarks import harness, results_doc
-from benchmarks.suites import SUITES
+from benchmarks import common, page, throughput
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CACHE = REPO / ".jax_cache"  # the tests' compile cache (conftest.py)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+INTERLEAVED = (
+    "JaxAnt-v0 raw step (mujoco)",
+    "JaxAnt-v0 VectorEnv (mujoco)",
+    "host pool",
+    "Brax ant (spring)",
+)
+SEPARATE = ("Ant-v5 SyncVectorEnv", "MaMuJoCo")
+
+
+def smoke(out: pathlib.Path, *flags: str) -> dict:
+    command = [sys.executable, "-m", "benchmarks", "throughput", "--quick", "--out", str(out), "--without", "brax",
+               "--jax-cache", str(CACHE), *flags]  # fmt: skip
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    return json.loads((out / "throughput.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    """One quick run of every suite, Brax left out; returns (output folder, report)."""
-    out = tmp_path_factory.mktemp("bench")
-    command = [
-        sys.executable,
-        "-m",
-        "benchmarks",
-        "--suite",
-        "all",
-        "--quick",
-        "--out",
-        str(out),
-        "--without",
-        "brax",
-        "--jax-cache",
-        str(CACHE),
-    ]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    report = json.loads((out / f"bench-{jax.default_backend()}-quick.json").read_text())
-    return out, report
+def interleaved_run(tmp_path_factory):
+    """Two gymjax stacks, the host pool and Brax (skipped), timed in alternation at N=4, with the profile."""
+    out = tmp_path_factory.mktemp("interleaved")
+    return out, smoke(out, "--interleave", "--profile", "--stacks", *INTERLEAVED)
 
 
-def measured(report):
-    """(suite, stack, N, record) for every figure the run measured."""
-    for suite_name, suite in report["suites"].items():
-        for stack_name, stack in suite["stacks"].items():
-            for n, record in stack["sizes"].items():
-                if "steps_per_s" in record:
-                    yield suite_name, stack_name, int(n), record
+@pytest.fixture(scope="module")
+def separate_run(tmp_path_factory):
+    """Two peers that import no JAX (quick to start), each in a process of its own."""
+    out = tmp_path_factory.mktemp("separate")
+    return out, smoke(out, "--stacks", *SEPARATE)
 
 
-def test_report_describes_the_machine_and_versions(quick_run):
-    _, report = quick_run
-    machine = report["machine"]
-    assert machine["cpu_count"] >= 1 and machine["jax_backend"] == jax.default_backend() and machine["name"]
-    versions = report["versions"]
-    assert versions["jax"] == jax.__version__ and versions["gymjax"] and versions["mujoco"]
-    assert set(harness.PACKAGES) <= set(versions)  # absent peers are there too, as None
-    assert report["settings"]["quick"] and report["settings"]["without"] == ["brax"]
-    assert "ru_maxrss" in report["memory_note"]
-
-
-def test_every_figure_is_a_median_with_its_spread(quick_run):
-    _, report = quick_run
-    figures = list(measured(report))
-    assert {suite for suite, *_ in figures} == {"env", "adapters", "train"}
-    repeats = report["settings"]["timing"]["repeats"]
-    for suite, stack, n, record in figures:
-        f = record["steps_per_s"]
-        lo, hi = f["spread"]
-        assert 0 < lo <= f["median"] <= hi, (stack, n, f)
-        assert f["iqr"][0] <= f["median"] <= f["iqr"][1]
-        if suite != "train":  # trainers give one figure per epoch, the others one per repeat
-            assert (
-                len(f["samples"]) == repeats and record["compile_s"] >= 0 and record["calls_per_repeat"] >= 1
-            )
-        assert record["peak_rss_mib"] > 50, (stack, n)  # an interpreter with numpy at least
-    # at least one MJX stack runs even in quick mode
-    assert any("mjx" in stack for suite, stack, _, _ in figures if suite == "env")
-    train = {stack: record for suite, stack, _, record in figures if suite == "train"}
-    ours = train["gymjax PPO, JaxAnt-v0 (mujoco)"]
-    assert ours["compile_s"] > 0 and ours["curve"][-1]["env_steps"] == ours["env_steps"] > 0
-    assert all(c["return"] is not None for c in ours["curve"])
-
-
-def test_every_stack_is_measured_or_skipped_with_a_reason(quick_run):
-    _, report = quick_run
-    assert report["failed"] == []
-    for name, suite in SUITES.items():
-        stacks = report["suites"][name]["stacks"]
-        assert list(stacks) == [s.name for s in suite.STACKS]  # none dropped
-        for stack_name, entry in stacks.items():
-            if entry["status"] == "skipped":
-                assert entry["reason"], stack_name
-            else:
-                assert entry["status"] == "ok" and any("steps_per_s" in r for r in entry["sizes"].values())
-            for record in entry["sizes"].values():
-                assert "steps_per_s" in record or record.get("skipped"), (stack_name, record)
-    listed = {(e["suite"], e["stack"]) for e in report["skipped"]}
-    assert all(e["reason"] for e in report["skipped"])
-    brax = [(name, s.name) for name, suite in SUITES.items() for s in suite.STACKS if "brax" in s.needs]
-    assert brax and all(
-        report["suites"][suite]["stacks"][stack]["reason"] == "brax treated as not installed (--without brax)"
-        for suite, stack in brax
+@pytest.mark.parametrize("run", ["interleaved_run", "separate_run"])
+def test_a_smoke_run_writes_a_record_its_report_and_plot(run, request):
+    out, record = request.getfixturevalue(run)
+    assert record["schema"] == common.SCHEMA and record["benchmark"] == "throughput"
+    assert (
+        record["command"][:4] == ["python", "-m", "benchmarks", "throughput"]
+        and "--quick" in record["command"]
     )
-    assert set(brax) <= listed
-    envpool = report["suites"]["env"]["stacks"]["EnvPool Ant-v5"]
-    if report["versions"]["envpool"] is None:
-        assert envpool["status"] == "skipped" and "envpool is not installed" in envpool["reason"]
-    else:
-        assert envpool["status"] == "ok"
+    assert len(record["load_before"]) == len(record["load_after"]) == 3
+    text = (out / "throughput.md").read_text()
+    assert text.startswith("# Throughput") and "| stack | " in text and "## Skipped" in text
+    assert "\n".join(record["summary"]) in text  # the page's lines are the report's
+    png = (out / "throughput.png").read_bytes()
+    assert png.startswith(PNG_SIGNATURE) and len(png) > 10_000
 
 
-def test_ratios_are_this_runs_medians_divided(quick_run):
-    _, report = quick_run
-    median = {(suite, stack, n): r["steps_per_s"]["median"] for suite, stack, n, r in measured(report)}
-    for name, suite in report["suites"].items():
-        for r in suite["ratios"]:
-            expected = median[(name, r["ours"], r["n"])] / median[(name, r["peer"], r["peer_n"])]
-            assert r["ratio"] == pytest.approx(expected)
-    env = {(r["ours"], r["peer"]) for r in report["suites"]["env"]["ratios"]}
-    assert ("JaxAnt-v0 VectorEnv (mujoco)", "Gymnasium Ant-v5 SyncVectorEnv") in env
-    assert ("JaxAnt-v0 VectorEnv (mujoco)", "JaxAnt-v0 raw step (mujoco)") in env  # an adapter's cost
-    assert ("JaxAnt-v0 VectorEnv (mujoco)", "mujoco.rollout (MuJoCo C alone)") in env  # the C ceiling
-    adapters = {(r["ours"], r["peer"]) for r in report["suites"]["adapters"]["ratios"]}
-    assert ("PettingZooEnv, JaxMultiAnt-v0 2x4 (mujoco)", "MaMuJoCo Ant 2x4 ParallelEnv") in adapters
-
-
-def test_markdown_tables_and_png_plots(quick_run):
-    out, report = quick_run
-    stem = f"bench-{jax.default_backend()}-quick"
-    text = (out / f"{stem}.md").read_text()
-    for heading in (
-        "## env: env steps/s",
-        "## adapters: env steps/s",
-        "## train: PPO training steps/s",
-        "### env: peak RSS (MiB) after each N",
-        "### env: ratios, ours / peer, same run",
-        "## Skipped",
-        "## Failed",
-    ):
-        assert heading in text, heading
-    assert "| stack | N=1 | N=4 | compile (s) |" in text
-    assert "| **JaxAnt-v0 raw step (mujoco)** | " in text
-    assert "brax treated as not installed (--without brax)" in text
-    for suite in ("env", "adapters", "train"):
-        png = (out / f"{stem}-{suite}.png").read_bytes()
-        assert png.startswith(PNG_SIGNATURE) and len(png) > 10_000, suite
-
-
-# -- the harness's parts, without a run ---------------------------------------------------------
-
-
-def test_figure_median_spread_and_quartiles():
-    f = harness.figure([4.0, 1.0, 3.0, 2.0, 10.0])
-    # sorted 1, 2, 3, 4, 10: median 3; inclusive quartiles at positions 1 and 3 -> 2 and 4
-    assert f == {
-        "median": 3.0,
-        "spread": [1.0, 10.0],
-        "iqr": [2.0, 4.0],
-        "samples": [4.0, 1.0, 3.0, 2.0, 10.0],
+def test_every_chosen_stack_is_measured_or_skipped_with_its_reason(interleaved_run, separate_run):
+    assert set(separate_run[1]["results"]["stacks"]) == {
+        "Gymnasium Ant-v5 SyncVectorEnv",
+        "MaMuJoCo Ant 2x4 ParallelEnv",
     }
-    assert harness.figure([5.0])["iqr"] == [5.0, 5.0]
+    stacks = {**interleaved_run[1]["results"]["stacks"], **separate_run[1]["results"]["stacks"]}
+    assert set(stacks) == {
+        "JaxAnt-v0 raw step (mujoco)",
+        "JaxAnt-v0 VectorEnv (mujoco)",
+        "Brax ant (spring)",
+        "host pool (gymjax's MuJoCo C pool alone)",
+        "Gymnasium Ant-v5 SyncVectorEnv",
+        "MaMuJoCo Ant 2x4 ParallelEnv",
+    }
+    assert stacks["Brax ant (spring)"] == {
+        **stacks["Brax ant (spring)"],
+        "status": "skipped",
+        "reason": "brax treated as not installed (--without brax)",
+    }
+    for name, entry in stacks.items():
+        if name != "Brax ant (spring)":
+            assert entry["status"] == "ok", (name, entry)
+            assert all(
+                r["steps_per_s"]["median"] > 0 and len(r["steps_per_s"]["samples"]) == 2
+                for r in entry["sizes"].values()
+            ), name
+    assert list(stacks["MaMuJoCo Ant 2x4 ParallelEnv"]["sizes"]) == ["1"]  # a ParallelEnv is one env
+    assert list(stacks["Gymnasium Ant-v5 SyncVectorEnv"]["sizes"]) == ["4"]
+    assert all("peak_rss_mib" in r for r in stacks["Gymnasium Ant-v5 SyncVectorEnv"]["sizes"].values())
+
+
+def test_ratios_are_this_runs_medians_divided(interleaved_run, separate_run):
+    pairs = set()
+    for _, record in (interleaved_run, separate_run):
+        stacks = record["results"]["stacks"]
+        for r in record["results"]["ratios"]:
+            ours, peer = (
+                stacks[k]["sizes"][str(r["n"])]["steps_per_s"]["median"] for k in (r["ours"], r["peer"])
+            )
+            assert r["ratio"] == pytest.approx(ours / peer)
+            pairs.add((r["ours"], r["peer"]))
+    assert ("JaxAnt-v0 VectorEnv (mujoco)", "JaxAnt-v0 raw step (mujoco)") in pairs  # an adapter's cost
+    assert (
+        "JaxAnt-v0 VectorEnv (mujoco)",
+        "host pool (gymjax's MuJoCo C pool alone)",
+    ) in pairs  # the ceiling
+
+
+def test_the_profile_splits_a_step_into_its_layers(interleaved_run):
+    out, record = interleaved_run
+    ms = record["results"]["profile"]["4"]
+    assert ms["↳ JAX around the physics (jitted - physics)"] == pytest.approx(
+        ms["jitted functional step"] - ms["physics alone (host pool)"]
+    )
+    assert ms["↳ adapter (VectorEnv - jitted)"] == pytest.approx(
+        ms["VectorEnv.step"] - ms["jitted functional step"]
+    )
+    assert "## Where a VectorEnv step's time goes" in (out / "throughput.md").read_text()
+
+
+def test_bad_flags_fail_before_any_work(tmp_path):
+    for flags, message in (
+        (["--stacks", "no such stack"], "choose no stack"),
+        (["--quick"], "give --out"),
+        (["--profile", "--out", str(tmp_path)], "give --interleave too"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks", "throughput", *flags],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode != 0 and message in done.stderr, (flags, done.stderr[-2000:])
+    assert not any(tmp_path.iterdir())
 
 
 def test_plan_sizes_reports_every_size_it_leaves_out():
     def stack(**kwargs):
-        return harness.Stack("s", print, ours=False, family="f", **kwargs)
+        return throughput.Stack("s", print, family="f", **kwargs)
 
-    assert harness.plan_sizes(stack(), [64, 1, 16], False, "cpu") == ([1, 16, 64], {})
+    assert throughput.plan_sizes(stack(), [64, 1, 16], False, "cpu") == ([1, 16, 64], {})
     capped = stack(max_n=16, max_n_reason="too many processes")
-    assert harness.plan_sizes(capped, [1, 16, 64], False, "cpu") == ([1, 16], {64: "too many processes"})
-    brax_like = stack(cpu_sizes=(16,), cpu_reason="slow compile", quick_sizes=(4,), quick_reason="quick")
-    assert harness.plan_sizes(brax_like, [1, 16, 64], False, "cpu") == (
-        [16],
-        {1: "slow compile", 64: "slow compile"},
-    )
-    assert harness.plan_sizes(brax_like, [1, 16, 64], False, "gpu") == ([1, 16, 64], {})
-    assert harness.plan_sizes(brax_like, [1, 4], True, "cpu") == ([4], {1: "quick"})
-    trainer = stack(sizes=(256,), quick_sizes=(16,))
-    assert harness.plan_sizes(trainer, [1, 4], False, "cpu") == ([256], {})
-    assert harness.plan_sizes(trainer, [1, 4], True, "cpu") == ([16], {})
-    not_quick = stack(sizes=(256,), quick_sizes=(), quick_reason="no MJX in quick mode")
-    assert harness.plan_sizes(not_quick, [], True, "cpu") == ([], {256: "no MJX in quick mode"})
+    assert throughput.plan_sizes(capped, [1, 16, 64], False, "cpu") == ([1, 16], {64: "too many processes"})
+    mjx_like = stack(cpu_sizes=(16,), cpu_reason="hangs")
+    assert throughput.plan_sizes(mjx_like, [1, 16], False, "cpu") == ([16], {1: "hangs"})
+    assert throughput.plan_sizes(mjx_like, [1, 16], False, "gpu") == ([1, 16], {})
+    assert throughput.plan_sizes(stack(sizes=(1,)), [16, 64], False, "cpu") == ([1], {})
 
 
 def test_missing_peer_reasons(monkeypatch):
-    assert harness.missing_peer(("torch",), ()) is None
-    assert harness.missing_peer(("torch",), ("torch",)) == "torch treated as not installed (--without torch)"
-    monkeypatch.setitem(harness.PEERS, "no_such_peer_pkg", "extra 'bench'")
-    assert harness.missing_peer(("no_such_peer_pkg",), ()) == (
+    assert throughput.missing_peer(("torch",), ()) is None
+    assert (
+        throughput.missing_peer(("torch",), ("torch",)) == "torch treated as not installed (--without torch)"
+    )
+    monkeypatch.setitem(throughput.PEERS, "no_such_peer_pkg", "extra 'bench'")
+    assert throughput.missing_peer(("no_such_peer_pkg",), ()) == (
         "no_such_peer_pkg is not installed (optional peer, extra 'bench')"
     )
 
 
-def test_a_stack_this_install_cannot_run_is_skipped_with_its_reason(monkeypatch):
-    from mujoco import rollout
+# -- the process runner ---------------------------------------------------------------------------
 
-    monkeypatch.delattr(rollout, "Rollout")  # as in a MuJoCo without the rollout thread pool
-    args = bench_main.parser().parse_args(["--suite", "env", "--quick", "--stacks", "mujoco.rollout"])
-    report = bench_main.run(args, ["test"])  # nothing to measure: no worker starts
-    entry = report["suites"]["env"]["stacks"]["mujoco.rollout (MuJoCo C alone)"]
-    assert entry["status"] == "skipped" and "has no mujoco.rollout.Rollout" in entry["reason"]
-    assert report["skipped"][0]["reason"] == entry["reason"] and report["failed"] == []
+# Starts a child that outlives its parent unless the whole group is killed, prints its pid, sleeps.
+PARENT = (
+    "import subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', 'import time; "
+    "time.sleep(120)']); print(child.pid, flush=True); time.sleep(120)"
+)
 
 
-def test_a_crashing_or_hanging_worker_is_a_failure_with_its_output():
-    spec = {"suite": "env", "stack": "no such stack", "sizes": [1], "quick": True, "timing": {}}
-    error = harness.run_isolated(spec, timeout_s=120, jax_cache=None, on_record=print)
-    assert error.startswith("exit status 1") and "no stack 'no such stack' in suite 'env'" in error
-    spec["stack"] = "Gymnasium Ant-v5 SyncVectorEnv"
-    error = harness.run_isolated(spec, timeout_s=0.1, jax_cache=None, on_record=print)
-    assert error.startswith("timed out after 0.1 s; output ends:")
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper has stopped running)."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_run_process_kills_the_whole_group_at_the_timeout():
+    start = time.monotonic()
+    done = common.run_process([sys.executable, "-c", PARENT], timeout_s=3)
+    assert done.status is None and done.error.startswith("timed out after 3 s")
+    assert time.monotonic() - start < 30
+    child = int(done.output.split()[0])
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(child), f"the child {child} outlived run_process's timeout"
+
+
+def test_run_process_reports_a_failure_with_its_output():
+    done = common.run_process(
+        [sys.executable, "-c", "import sys; print('said this'); sys.exit(3)"], timeout_s=60
+    )
+    assert not done.ok and done.error.startswith("exit status 3") and "said this" in done.error
 
 
 # -- the results page ---------------------------------------------------------------------------
 
 
-def test_the_results_page_is_what_the_committed_json_gives():
-    committed = results_doc.PAGE.read_text()
-    assert committed == results_doc.page(), "stale: run python -m benchmarks.results_doc and commit the page"
+def test_the_results_page_is_what_the_committed_records_give():
+    committed = (common.RESULTS / page.PAGE_NAME).read_text()
+    assert committed == page.page(), "stale: run python -m benchmarks page and commit the page"
 
 
-def test_the_results_page_links_committed_files_and_follows_its_json(tmp_path):
-    text = results_doc.page()
+def test_the_results_page_links_committed_files_and_follows_its_records(tmp_path):
+    import re
+
+    text = page.page()
     for target in re.findall(r"\]\(([^)#]+)\)", text):
-        assert (results_doc.RESULTS / target).is_file(), target
-    for result in results_doc.SHOWN:
-        shutil.copy(results_doc.RESULTS / f"{result.stem}.json", tmp_path)
-    distributed = json.loads((tmp_path / "distributed.json").read_text())
-    distributed["rows"][0]["sps_1_process"] = 123_456_789.0  # a result rerun: the page must change with it
-    (tmp_path / "distributed.json").write_text(json.dumps(distributed))
-    changed = results_doc.page(tmp_path)
-    assert "| 123,456,789 |" in changed and "| 123,456,789 |" not in text
+        assert (common.RESULTS / target).is_file(), target
+    record = json.loads((common.RESULTS / "distributed.json").read_text())
+    record["summary"] = [*record["summary"], "| a rerun | 123,456,789 |"]  # a result rerun: the page changes
+    (tmp_path / "distributed.json").write_text(json.dumps(record))
+    assert "| a rerun | 123,456,789 |" in page.page(tmp_path) and "123,456,789" not in text

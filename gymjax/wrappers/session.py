@@ -281,7 +281,7 @@ class _Packer:
 
     Fetching a step's dozen small arrays one by one cost more than the step of a
     small env; a few buffers cost one transfer each (measured in
-    ``benchmarks/results/vector_ceiling.md``).
+    the adapter row of ``benchmarks/results/throughput-ceiling.md``).
     """
 
     def __init__(self, shapes: Any):

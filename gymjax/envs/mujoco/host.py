@@ -239,7 +239,7 @@ class HostPhysics:
         no sensors or plugins (nor randomized mocap bodies), the state is written in
         NumPy and ``mj_kinematics`` alone runs. Auto-reset resets a whole batch each time
         one of its envs ends (most steps at 256 Ants), so this is on the hot path
-        (benchmarks/vector_ceiling.py profiles it).
+        (``python -m benchmarks throughput --profile`` times the step around it).
         """
         n = len(qpos)
         m = self.mj_model
