@@ -128,10 +128,18 @@ def arms_for(task: str, env_kwargs: dict[str, Any] | None = None) -> dict[str, A
 def zoo_settings(reference_id: str) -> tuple[str, dict]:
     """rl-baselines3-zoo's PPO entry for ``reference_id``: ``(zoo's id, entry)``; the id itself, or the
     same env at the highest version the zoo lists (its MuJoCo entries are ``-v4``); ``{}`` if none."""
-    import rl_zoo3
+    import importlib.util
+
     import yaml
 
-    table = yaml.safe_load((pathlib.Path(rl_zoo3.__file__).parent / "hyperparams" / "ppo.yml").read_text())
+    # Found, not imported: importing rl_zoo3 patches Gymnasium's TimeLimit for the whole process
+    # (rl_zoo3.gym_patches adds info["TimeLimit.truncated"]), which would change what the caller sees.
+    zoo = importlib.util.find_spec("rl_zoo3")
+    if zoo is None or zoo.origin is None:
+        raise ModuleNotFoundError(
+            "rl_zoo3 is not installed: SB3 arms read rl-baselines3-zoo's settings (pip install rl_zoo3)"
+        )
+    table = yaml.safe_load((pathlib.Path(zoo.origin).parent / "hyperparams" / "ppo.yml").read_text())
     if reference_id in table:
         return reference_id, table[reference_id]
     base = reference_id.rsplit("-v", 1)[0]
@@ -145,9 +153,8 @@ def zoo_settings(reference_id: str) -> tuple[str, dict]:
 def sb3_kwargs(zoo: dict) -> tuple[dict, int, int, dict | None]:
     """rl-zoo's entry as SB3 takes it: ``(PPO kwargs, n_envs, n_timesteps, VecNormalize kwargs or None)``,
     its ``lin_`` schedules and string ``policy_kwargs`` read as rl-zoo reads them."""
-    import torch  # noqa: F401 - rl-zoo's policy_kwargs strings name nn.*
-    from rl_zoo3.utils import linear_schedule
-    from torch import nn
+    from stable_baselines3.common.utils import LinearSchedule
+    from torch import nn  # rl-zoo's policy_kwargs strings name nn.*
 
     h = dict(zoo)
     unsupported = sorted(set(h) & {"env_wrapper", "frame_stack", "callback", "vec_env_wrapper"})
@@ -160,7 +167,9 @@ def sb3_kwargs(zoo: dict) -> tuple[dict, int, int, dict | None]:
     h.pop("policy", None)
     for key in ("learning_rate", "clip_range"):
         if isinstance(h.get(key), str) and h[key].startswith("lin_"):
-            h[key] = linear_schedule(float(h[key][4:]))
+            # rl-zoo's linear_schedule: the value times the progress remaining, 1 down to 0 (rl_zoo3
+            # itself is not imported: it patches Gymnasium's TimeLimit for the whole process)
+            h[key] = LinearSchedule(float(h[key][4:]), 0.0, 1.0)
     if isinstance(h.get("policy_kwargs"), str):
         h["policy_kwargs"] = _zoo_expression(h["policy_kwargs"], nn)
     norm = (normalize if isinstance(normalize, dict) else {}) if normalize else None
@@ -173,7 +182,12 @@ def _zoo_expression(text: str, nn) -> Any:
     import ast
 
     def value(node: ast.AST) -> Any:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "dict"
+            and not node.args
+        ):
             return {k.arg: value(k.value) for k in node.keywords}
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "nn":
             return getattr(nn, node.attr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import pytest
 
@@ -78,6 +79,8 @@ def test_sb3_arms_take_rl_zoo_settings_as_rl_zoo_reads_them():
     assert kwargs["learning_rate"](1.0) == pytest.approx(1e-3) and kwargs["learning_rate"](
         0.5
     ) == pytest.approx(5e-4)
+    # read, not imported: rl_zoo3's import patches Gymnasium's TimeLimit for the whole process
+    assert "rl_zoo3" not in sys.modules
     like = arms.gymjax_like_sb3(entry)
     assert (like["num_envs"], like["unroll_length"], like["num_minibatches"]) == (
         1,
