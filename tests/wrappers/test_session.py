@@ -283,7 +283,7 @@ def test_every_adapter_takes_the_same_options():
     (dict(max_episode_steps=0), r"max_episode_steps must be None or an int >= 1, got 0 \(int\)"),
     (dict(action_repeat=1.5), r"action_repeat must be an int >= 1, got 1.5 \(float\)"),
     (dict(time_limit="yes"), r"time_limit must be True or False, got 'yes' \(str\)"),
-    (dict(randomization_fn=3), r"randomization_fn must be None or a function \(params, key\) -> params, got 3"),
+    (dict(randomization_fn=3), r"randomization_fn must be None, a function \(params, key\) -> params or BraxRandomization\(fn\), got 3"),
     (dict(autoreset_mode="sometimes"), r"autoreset_mode must be one of \['same_step', 'next_step'\]"),
     (dict(render_mode=1), r"render_mode must be None or a mode's name, such as 'rgb_array', got 1 \(int\)"),
     (dict(width=-1), r"width must be None or an int >= 1, got -1 \(int\)"),
