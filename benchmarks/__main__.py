@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 COMMANDS = {
@@ -38,5 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     return module.main(parser.parse_args(rest), rest)
 
 
+def _exit_on_sigterm(signum, frame):
+    # SystemExit unwinds like Ctrl-C, so common.run_process's clean-up kills the worker's process
+    # group: a benchmark stopped by `kill` or a CI timeout leaves no worker running.
+    sys.exit(128 + signum)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     sys.exit(main())

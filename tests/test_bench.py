@@ -10,6 +10,7 @@ few cheap stacks: the whole table's quick run is ``make``'s, not the tests'.
 
 import json
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -197,6 +198,47 @@ def test_run_process_kills_the_whole_group_at_the_timeout():
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(child), f"the child {child} outlived run_process's timeout"
+
+
+# A benchmark's process as `python -m benchmarks` runs it (SIGTERM handled), its worker PARENT.
+DRIVER = (
+    "import signal, sys; from benchmarks import __main__ as entry, common; "
+    "signal.signal(signal.SIGTERM, entry._exit_on_sigterm); "
+    f"common.run_process([sys.executable, '-c', {PARENT!r}], timeout_s=120)"
+)
+
+
+def _sleepers() -> list[int]:
+    """The running processes whose command line holds PARENT's sleep."""
+    found = []
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"time.sleep(120)" in cmdline.read_bytes() and alive(int(cmdline.parent.name)):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue  # gone meanwhile
+    return found
+
+
+def test_a_terminated_benchmark_kills_its_workers():
+    """`kill` (or a CI timeout) on a benchmark ends its workers and theirs, not the parent alone."""
+    before = set(_sleepers())
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=common.REPO, env=common.worker_env())
+    try:
+        deadline = time.monotonic() + 60
+        workers = []
+        while len(workers) < 2 and time.monotonic() < deadline:  # the worker PARENT and its sleeping child
+            time.sleep(0.2)
+            workers = [pid for pid in _sleepers() if pid != driver.pid and pid not in before]
+        assert len(workers) == 2, f"the worker and its child never started: {workers}"
+        driver.send_signal(signal.SIGTERM)
+        assert driver.wait(timeout=30) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(pid) for pid in workers), "a worker outlived its terminated benchmark"
+    finally:
+        driver.kill()
 
 
 def test_run_process_reports_a_failure_with_its_output():
