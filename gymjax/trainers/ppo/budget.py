@@ -39,18 +39,24 @@ SAFETY = 0.05
 
 
 def check_minutes(minutes: Any) -> float:
-    """``minutes`` as a float, or ValueError naming what was expected (before any work)."""
+    """``minutes`` as a float, or ValueError naming what was expected."""
     if isinstance(minutes, bool) or not isinstance(minutes, numbers.Real) or not (
         math.isfinite(minutes) and minutes > 0
     ):
         raise ValueError(f"minutes must be a real number > 0 (the wall-clock budget), got {minutes!r}")
+    return float(minutes)
+
+
+def check_budget(minutes: Any) -> float:
+    """:func:`check_minutes`, and ValueError when this is one of several processes: before any work."""
+    minutes = check_minutes(minutes)
     if jax.process_count() > 1:
         # Every process would have to time the same run and agree on one count; one process does it.
         raise ValueError(
             f"minutes: a time budget is measured in one process, and this run has {jax.process_count()}; "
             "give num_timesteps instead (a one-process timed run prints and records the steps it chose)"
         )
-    return float(minutes)
+    return minutes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +164,7 @@ def choose(
     setup, compile, evaluations and checkpoints (``saves``: whether the run saves them). Raises
     ValueError, before training, for a budget too short for one iteration after measuring.
     """
-    budget_s = check_minutes(minutes) * 60
+    budget_s = check_budget(minutes) * 60
     if say:
         tqdm.write(f"timing this machine for the {minutes:g}-minute budget (compile, iterations, evaluation)",
                    file=sys.stderr)

@@ -430,7 +430,7 @@ def train(
     """
     started_at = time.time() if started_at is None else started_at
     if minutes is not None:
-        budget.check_minutes(minutes)
+        budget.check_budget(minutes)
         if restore_checkpoint_path is not None:
             raise ValueError(
                 "minutes chooses a new run's num_timesteps; a resumed run continues the steps its checkpoint "
