@@ -112,7 +112,8 @@ def test_cli_records_the_chosen_steps_and_resume_keeps_them(tmp_path, capsys, mo
 
     def measure(config, make_trainer, saves, timing_s):
         timed.append(config)
-        return budget.Costs(setup_s=0.0, compile_s=0.0, iteration_s=0.5, first_eval_s=0.0, eval_s=0.0, save_s=0.0)
+        return budget.Costs(setup_s=0.0, compile_s=0.0, iteration_s=0.5, epoch_s=0.0, first_eval_s=0.0, eval_s=0.0,
+                            save_s=0.0)
 
     monkeypatch.setattr(budget, "measure", measure)
     run_dir = tmp_path / "run"
@@ -134,7 +135,9 @@ def test_cli_records_the_chosen_steps_and_resume_keeps_them(tmp_path, capsys, mo
 
 
 def test_the_most_steps_that_fit():
-    costs = budget.Costs(setup_s=1.0, compile_s=2.0, iteration_s=0.01, first_eval_s=0.5, eval_s=0.1, save_s=0.2)
+    costs = budget.Costs(
+        setup_s=1.0, compile_s=2.0, iteration_s=0.01, epoch_s=0.05, first_eval_s=0.5, eval_s=0.1, save_s=0.2
+    )
     chosen = budget.largest_fitting(CONFIG, costs, 30.0)
     assert 0.9 * 30 <= costs.run_s(chosen) <= 30
     # The steps it trains are its num_timesteps, and nothing else changed.

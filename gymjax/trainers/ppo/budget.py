@@ -61,15 +61,12 @@ def check_budget(minutes: Any) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Costs:
-    """Seconds each part of a run takes on this machine, measured by :func:`measure`.
-
-    ``iteration_s`` is one iteration in an epoch of its own, with the epoch's host work (the
-    metrics and parameters brought back): an upper bound for an iteration of a longer epoch.
-    """
+    """Seconds each part of a run takes on this machine, measured by :func:`measure`."""
 
     setup_s: float  # building the trainer and its initial state (the envs' reset compiled)
     compile_s: float  # compiling the epoch
-    iteration_s: float
+    iteration_s: float  # one iteration on the device
+    epoch_s: float  # each epoch's host work: launching it, reading back its metrics and parameters
     first_eval_s: float  # the first evaluation, its compile included (0: no evaluations)
     eval_s: float  # each later one
     save_s: float  # one checkpoint (0: no checkpoints)
@@ -82,7 +79,7 @@ class Costs:
         return (
             self.setup_s
             + self.compile_s
-            + epochs * config.iterations_per_epoch * self.iteration_s
+            + epochs * (config.iterations_per_epoch * self.iteration_s + self.epoch_s)
             + (evals > 0) * (self.first_eval_s - self.eval_s)
             + evals * self.eval_s
             + saves * self.save_s
@@ -91,35 +88,40 @@ class Costs:
 
 def measure(config: PPOConfig, make_trainer: MakeTrainer, saves: bool, timing_s: float) -> Costs:
     """Times a run of ``config`` on a throwaway trainer whose epochs are one iteration each,
-    spending about ``timing_s`` on the compiled iterations."""
-    previous = jax.config.jax_enable_compilation_cache
-    # The run compiles programs the disk cache cannot hold yet (its epoch's length and schedule
-    # are new): time the compiles as the run will pay them, not as cache hits.
-    jax.config.update("jax_enable_compilation_cache", False)
-    try:
+    spending about ``timing_s`` on them as the training loop runs them, and as much again run
+    back to back, unread."""
+    # The run compiles an epoch no disk cache holds yet (its length and its schedule's end are new),
+    # so the timed one must miss too: a linear schedule ending at a step no earlier run had (the
+    # schedule costs as much as a constant rate; the run keeps its own).
+    most = max(1, 2**31 // (config.update_epochs * config.num_minibatches) - 1)  # SGD steps count in int32
+    unseen = config.replace(
+        epoch_iterations=1, lr_schedule="linear",
+        num_timesteps=(1 + time.time_ns() % most) * config.env_steps_per_iteration,
+    )
+    start = time.perf_counter()
+    trainer = make_trainer(unseen)
+    run = trainer.init()
+    jax.block_until_ready(run.state)
+    setup_s = time.perf_counter() - start
+    compile_s = trainer.compile(run)
+    trainer.run_epoch(run)  # the first call of a program pays for its buffers and threads
+    timed, spent = 0, 0.0
+    while timed < 2 or spent < timing_s:  # as the training loop runs them
         start = time.perf_counter()
-        trainer = make_trainer(config.replace(epoch_iterations=1))
-        run = trainer.init()
-        jax.block_until_ready(run.state)
-        setup_s = time.perf_counter() - start
-        compile_s = trainer.compile(run)
-        trainer.run_epoch(run)  # the first call of a program pays for its buffers and threads
-        timed, spent = 0, 0.0
-        while timed < 2 or spent < timing_s:
-            start = time.perf_counter()
-            trainer.run_epoch(run)
-            params = trainer.policy_params(run)
-            spent += time.perf_counter() - start
-            timed += 1
-        first_eval_s = eval_s = 0.0
-        if config.num_evals:
-            key = jax.random.PRNGKey(0)
-            first_eval_s = trainer.evaluate(params, key)["time/eval_s"]
-            eval_s = trainer.evaluate(params, key)["time/eval_s"]
-        save_s = _save_s(trainer, run) if saves else 0.0
-    finally:
-        jax.config.update("jax_enable_compilation_cache", previous)
-    return Costs(setup_s, compile_s, spent / timed, first_eval_s, eval_s, save_s)
+        trainer.run_epoch(run)
+        params = trainer.policy_params(run)
+        spent += time.perf_counter() - start
+        timed += 1
+    start = time.perf_counter()
+    trainer.run_epochs_unread(run, timed)  # the device alone: the rest of an epoch is the host's
+    iteration_s = min(spent, time.perf_counter() - start) / timed
+    first_eval_s = eval_s = 0.0
+    if config.num_evals:
+        key = jax.random.PRNGKey(0)
+        first_eval_s = trainer.evaluate(params, key)["time/eval_s"]
+        eval_s = trainer.evaluate(params, key)["time/eval_s"]
+    save_s = _save_s(trainer, run) if saves else 0.0
+    return Costs(setup_s, compile_s, iteration_s, spent / timed - iteration_s, first_eval_s, eval_s, save_s)
 
 
 def _save_s(trainer: PPOTrainer, run: Run) -> float:
@@ -181,7 +183,7 @@ def choose(
     if say:
         tqdm.write(
             f"training {chosen.num_timesteps:,} env steps to end by the {minutes:g}-minute deadline (measured "
-            f"{config.env_steps_per_iteration / costs.iteration_s:,.0f} env steps/s; compile {costs.compile_s:.1f} s); "
+            f"{config.env_steps_per_iteration / costs.iteration_s:,.0f} env steps/s, compile {costs.compile_s:.1f} s); "
             f"--timesteps {chosen.num_timesteps} replays it",
             file=sys.stderr,
         )

@@ -299,6 +299,16 @@ class PPOTrainer:
             )
         return out
 
+    def run_epochs_unread(self, run: Run, epochs: int) -> None:
+        """Runs ``epochs`` compiled epochs back to back and advances ``run``, reading nothing back
+        between them (no metrics, no divergence check): the device's share of an epoch, which
+        :mod:`gymjax.trainers.ppo.budget` times apart from the host's."""
+        for _ in range(epochs):
+            run.state, _ = self._epoch(run.state)
+        jax.block_until_ready(run.state)
+        run.env_steps += epochs * self.config.env_steps_per_epoch
+        run.epoch += epochs
+
     def policy_params(self, run: Run) -> PolicyParams:
         return read_replicated(run.state.params).policy_params()
 
