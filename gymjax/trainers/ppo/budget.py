@@ -149,11 +149,15 @@ def largest_fitting(config: PPOConfig, costs: Costs, seconds: float) -> PPOConfi
     while high - low > 1:  # fits(low) holds throughout; the answer is below high
         middle = (low + high) // 2
         low, high = (middle, high) if fits(middle) else (low, middle)
-    chosen = sized(low)
-    # The steps it trains, as its num_timesteps, when that keeps the same epochs: what is printed
-    # and recorded is then the count of env steps made.
-    exact = chosen.replace(num_timesteps=chosen.total_env_steps)
-    return exact if exact._epochs() == chosen._epochs() else chosen
+    chosen = candidate = sized(low)
+    # Rounded to whole epochs until num_timesteps is the steps it trains, so that what is printed
+    # and recorded is what it makes: a step or two (up to 2% fewer steps). Past the epoch cap the
+    # rounding can drift down an epoch a step; then the steps found stand, rounded as any run's.
+    for _ in range(3):
+        candidate = candidate.replace(num_timesteps=candidate.total_env_steps)
+        if candidate.total_env_steps == candidate.num_timesteps:
+            return candidate if costs.run_s(candidate) <= seconds else chosen
+    return chosen
 
 
 def choose(
