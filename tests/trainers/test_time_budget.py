@@ -74,6 +74,8 @@ def test_minutes_refused_before_any_work(tmp_path):
     for bad in (0, -1.0, math.nan, math.inf, True, "5"):
         with pytest.raises(ValueError, match=r"minutes must be a real number > 0 .*got"):
             train(CONFIG, ENV, minutes=bad)
+    with pytest.raises(ValueError, match="is when a time budget starts counting; give minutes too"):
+        train(CONFIG, ENV, started_at=time.time())
     with pytest.raises(ValueError, match="a resumed run continues the steps its checkpoint records"):
         train(CONFIG, ENV, minutes=1, restore_checkpoint_path=tmp_path)
     with pytest.raises(rundir.RunDirectoryError, match="give one of them"):

@@ -438,6 +438,8 @@ def train(
         key) -> (action, extras)``), the final :class:`PolicyParams`, and the
         last epoch's metrics.
     """
+    if minutes is None and started_at is not None:
+        raise ValueError(f"started_at ({started_at!r}) is when a time budget starts counting; give minutes too")
     started_at = time.time() if started_at is None else started_at
     if minutes is not None:
         budget.check_budget(minutes)
