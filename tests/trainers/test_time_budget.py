@@ -43,7 +43,7 @@ def without_times(metrics):
     return {k: v for k, v in metrics.items() if not k.startswith("time/") and k != "sps"}
 
 
-def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_path, capsys):
+def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_path):
     minutes = 1.0
     calls = []  # (time, metrics) after every epoch, its evaluation and checkpoint included
     start = time.time()
@@ -53,21 +53,21 @@ def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_pat
     )
     wall = time.time() - start
     chosen = ckpt.read_meta(tmp_path / "timed")["config"]["num_timesteps"]
-    # The longest wait between two epochs' reports: an epoch with its evaluation and checkpoint.
-    epoch_s = max(b - a for a, b in zip([start] + [t for t, _ in calls], [t for t, _ in calls]))
-    assert wall <= minutes * 60 + epoch_s, (wall, epoch_s, chosen)
-    # It trains for the budget, not a token run (calibration is conservative: it ends early, not late).
-    assert wall >= 0.4 * minutes * 60, (wall, chosen)
     assert metrics["env_steps"] == chosen and len(calls) > CONFIG.num_evals
+    # The longest wait between two epochs' reports: an epoch with its evaluation and checkpoint.
+    reported = [t for t, _ in calls]
+    epoch_s = max(b - a for a, b in zip(reported, reported[1:]))
+    assert wall <= minutes * 60 + epoch_s, (wall, epoch_s, chosen)
+    # It trains for the budget, not a token run (it ends near 90% of it here; a loaded machine varies).
+    assert wall >= 0.5 * minutes * 60, (wall, chosen)
 
     again_calls = []
-    _, again_params, again = train(
+    _, again_params, _ = train(
         CONFIG.replace(num_timesteps=chosen), ENV, progress_fn=lambda step, m: again_calls.append(m),
         progress_bar=False,
     )
     assert same_tree(params, again_params)
     assert [without_times(m) for _, m in calls] == [without_times(m) for m in again_calls]
-    assert capsys.readouterr().err == ""  # progress_bar=False: nothing printed
 
 
 def test_minutes_refused_before_any_work(tmp_path):
