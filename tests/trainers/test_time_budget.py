@@ -3,6 +3,7 @@ deadline within one epoch, its chosen steps replay bit for bit, run.json records
 keeps them, and bad budgets are refused before any work."""
 
 import argparse
+import itertools
 import json
 import math
 import pathlib
@@ -56,7 +57,7 @@ def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_pat
     assert metrics["env_steps"] == chosen and len(calls) > CONFIG.num_evals
     # The longest wait between two epochs' reports: an epoch with its evaluation and checkpoint.
     reported = [t for t, _ in calls]
-    epoch_s = max(b - a for a, b in zip(reported, reported[1:]))
+    epoch_s = max(b - a for a, b in itertools.pairwise(reported))
     assert wall <= minutes * 60 + epoch_s, (wall, epoch_s, chosen)
     # It trains for the budget, not a token run (it ends near 90% of it here; a loaded machine varies).
     assert wall >= 0.5 * minutes * 60, (wall, chosen)

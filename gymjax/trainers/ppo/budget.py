@@ -40,8 +40,10 @@ SAFETY = 0.05
 
 def check_minutes(minutes: Any) -> float:
     """``minutes`` as a float, or ValueError naming what was expected."""
-    if isinstance(minutes, bool) or not isinstance(minutes, numbers.Real) or not (
-        math.isfinite(minutes) and minutes > 0
+    if (
+        isinstance(minutes, bool)
+        or not isinstance(minutes, numbers.Real)
+        or not (math.isfinite(minutes) and minutes > 0)
     ):
         raise ValueError(f"minutes must be a real number > 0 (the wall-clock budget), got {minutes!r}")
     return float(minutes)
@@ -95,7 +97,8 @@ def measure(config: PPOConfig, make_trainer: MakeTrainer, saves: bool, timing_s:
     # schedule costs as much as a constant rate; the run keeps its own).
     most = max(1, 2**31 // (config.update_epochs * config.num_minibatches) - 1)  # SGD steps count in int32
     unseen = config.replace(
-        epoch_iterations=1, lr_schedule="linear",
+        epoch_iterations=1,
+        lr_schedule="linear",
         num_timesteps=(1 + time.time_ns() % most) * config.env_steps_per_iteration,
     )
     start = time.perf_counter()
@@ -140,8 +143,8 @@ def largest_fitting(config: PPOConfig, costs: Costs, seconds: float) -> PPOConfi
     """``config`` with the most whole iterations whose run takes at most ``seconds`` by ``costs``;
     None when even one iteration takes longer."""
     per_iteration = config.env_steps_per_iteration
-    sized = lambda n: config.replace(num_timesteps=n * per_iteration)  # noqa: E731
-    fits = lambda n: costs.run_s(sized(n)) <= seconds  # noqa: E731
+    sized = lambda n: config.replace(num_timesteps=n * per_iteration)
+    fits = lambda n: costs.run_s(sized(n)) <= seconds
     if not fits(1):
         return None
     # A run trains within 2% of its num_timesteps (whole epochs), so past this none fits.
@@ -172,13 +175,17 @@ def choose(
     """
     budget_s = check_budget(minutes) * 60
     if say:
-        tqdm.write(f"timing this machine for the {minutes:g}-minute budget (compile, iterations, evaluation)",
-                   file=sys.stderr)
+        tqdm.write(
+            f"timing this machine for the {minutes:g}-minute budget (compile, iterations, evaluation)",
+            file=sys.stderr,
+        )
     costs = measure(config, make_trainer, saves, CALIBRATION_SHARE * budget_s)
     elapsed = time.time() - started_at
     chosen = largest_fitting(config, costs, (budget_s - elapsed) * (1 - SAFETY))
     if chosen is None:
-        needed = elapsed + costs.run_s(config.replace(num_timesteps=config.env_steps_per_iteration)) / (1 - SAFETY)
+        needed = elapsed + costs.run_s(config.replace(num_timesteps=config.env_steps_per_iteration)) / (
+            1 - SAFETY
+        )
         raise ValueError(
             f"minutes={minutes:g} is too short to train here: {elapsed:.1f} s went to starting and timing, and "
             f"one iteration with its setup, compile, evaluation and checkpoint takes "
