@@ -17,6 +17,7 @@ import os
 import pathlib
 import shlex
 import sys
+import time
 import traceback
 import typing
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from gymjax.cli import common
 from gymjax.core import Env
 from gymjax.trainers import artifacts, distributed, files, reference, rundir, trackers
 from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers.ppo import PPOConfig, TrainingStopped, load_policy_and_meta, presets
+from gymjax.trainers.ppo import PPOConfig, TrainingStopped, budget, load_policy_and_meta, presets
 from gymjax.trainers.ppo.acting import evaluate
 from gymjax.wrappers.training import make_eval_env
 
@@ -86,6 +87,13 @@ def _preset_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _minutes(text: str) -> float:
+    try:
+        return budget.check_minutes(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}") from None
+
+
 def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(PPOConfig)}
     return {k: v for k, v in vars(args).items() if k in names}
@@ -109,7 +117,7 @@ def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable
         raise SystemExit(f"invalid config: {e}") from None
     record = rundir.new_record(
         env, config, env_kwargs=envs.parse_env_kwargs(args.env_kwargs), preset=args.preset,
-        metrics_format=_metrics_format(args), tensorboard=_tensorboard(args), video=args.video,
+        metrics_format=_metrics_format(args), tensorboard=_tensorboard(args), video=args.video, minutes=args.minutes,
     )
     return lambda: rundir.plan_fresh(args.run_dir, record, _trackers(args), _tracker_options(args))
 
@@ -144,6 +152,7 @@ def _tracker_options(args: argparse.Namespace) -> trackers.TrackerOptions:
 def _resume_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
     changed = sorted(set(overrides) - {"num_timesteps"})
     changed += ["--env-kwargs"] * bool(args.env_kwargs) + ["--preset"] * bool(args.preset)
+    changed += ["--minutes"] * (args.minutes is not None)  # a timed run continues the steps it chose
     if changed:
         raise SystemExit(
             f"--resume continues {args.run_dir} as configured in {rundir.RUN_FILE}; only --timesteps may change "
@@ -165,7 +174,38 @@ def start_processes(args: argparse.Namespace) -> None:
             raise SystemExit(str(e)) from None
 
 
+def _check_minutes_flags(args: argparse.Namespace) -> None:
+    """--minutes chooses --timesteps, for one process: refused in one line with either."""
+    if args.minutes is None:
+        return
+    if "num_timesteps" in vars(args):
+        raise SystemExit("--minutes chooses --timesteps for the budget (and run.json records them); give one of them")
+    several = [flag for flag, on in (("--local-processes", args.local_processes), ("--distributed", args.distributed),
+                                     ("--coordinator", args.coordinator)) if on]
+    if several:  # a process of a run started otherwise (JAX_COORDINATOR_ADDRESS) is refused by rundir
+        raise SystemExit(
+            f"--minutes times one process; drop {' '.join(several)} or give --timesteps "
+            "(a one-process --minutes run prints the steps it chose)"
+        )
+
+
+def _started_at(args: argparse.Namespace) -> float:
+    """When --minutes starts counting: at this process's start (its imports count) when it runs
+    this command line, else now (main() called from Python)."""
+    if args.argv == sys.argv[1:]:
+        try:
+            # /proc/self/stat's 22nd field: the start, in clock ticks after boot, as /proc/uptime counts.
+            ticks = int(pathlib.Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+            uptime = float(pathlib.Path("/proc/uptime").read_text().split()[0])
+            return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+        except (OSError, ValueError, IndexError):
+            pass  # not Linux: from now
+    return time.time()
+
+
 def train_command(args: argparse.Namespace) -> int:
+    started_at = _started_at(args)
+    _check_minutes_flags(args)
     if args.local_processes:
         return distributed.launch_local(_without_launcher_flag(args.argv), args.local_processes)
     overrides = _config_overrides(args)
@@ -176,7 +216,7 @@ def train_command(args: argparse.Namespace) -> int:
     checkpoints = args.run_dir / rundir.CHECKPOINTS
     resume_hint = f"gymjax train --run-dir {shlex.quote(str(args.run_dir))} --resume" + distributed.same_processes_flags()
     try:
-        rundir.run(plan, console=not args.quiet, progress_bar=not args.quiet)
+        rundir.run(plan, console=not args.quiet, progress_bar=not args.quiet, started_at=started_at)
     except rundir.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
     except TrainingStopped as e:
@@ -360,6 +400,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", type=_preset_name, metavar="NAME",
                    help=f"start from a tuned config: {presets.listing()}; the flags below override its fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
+    p.add_argument("--minutes", type=_minutes, metavar="M",
+                   help="instead of --timesteps: time this machine first, then train the most env steps that end by "
+                        "M minutes after the command started (compile, evaluations and checkpoints included); "
+                        "printed and recorded in run.json, so --resume continues them and --timesteps replays them")
     p.add_argument("--metrics-format", choices=rundir.METRICS_FORMATS, default=None,
                    help="metrics file format (default: csv); the metrics file is always written")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars to DIR/tensorboard")

@@ -38,6 +38,7 @@ import json
 import os
 import pathlib
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,7 +55,7 @@ from gymjax.trainers.loggers import (
     drop_rows_after,
     read_rows,
 )
-from gymjax.trainers.ppo import PPOConfig, SavedMeta, presets
+from gymjax.trainers.ppo import PPOConfig, PPOTrainer, SavedMeta, budget, presets
 from gymjax.trainers.ppo import train as ppo_train
 from gymjax.trainers.stopping import TrainingStopped
 from gymjax.wrappers.training import single_env_stack
@@ -85,6 +86,9 @@ class RunRecord:
         tensorboard: whether TensorBoard scalars are written too.
         video: whether the final policy is rendered to ``policy.mp4``.
         trackers: the tracker runs it logs to, by tracker name (:func:`gymjax.trainers.trackers.check_record`).
+        minutes: the wall-clock budget a fresh run's ``config.num_timesteps`` is chosen for
+            (:func:`gymjax.trainers.ppo.budget.choose`); the file records the chosen steps, which a
+            resume continues and ``num_timesteps`` replays. None: the steps were given.
     """
 
     env: str
@@ -95,6 +99,7 @@ class RunRecord:
     tensorboard: bool = False
     video: bool = True
     trackers: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    minutes: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.env, str):  # whether it is registered: make_env says, listing the ids
@@ -112,6 +117,8 @@ class RunRecord:
                 raise RunDirectoryError(f"{name} must be true or false, got {getattr(self, name)!r}")
         try:
             trackers.check_record(self.trackers)
+            if self.minutes is not None:
+                object.__setattr__(self, "minutes", budget.check_minutes(self.minutes))
         except ValueError as e:
             raise RunDirectoryError(str(e)) from None
 
@@ -364,13 +371,22 @@ def run(
     hooks: Sequence[Hook] = (),
     console: bool = True,
     progress_bar: bool = True,
+    started_at: float | None = None,
 ) -> tuple[Callable[..., Any], Any, dict[str, Any]]:
-    """Starts the planned run (see :func:`start`), trains it, and writes the plot and the video."""
+    """Starts the planned run (see :func:`start`), trains it, and writes the plot and the video.
+
+    A fresh run with a time budget (``record.minutes``) first chooses its steps, counting from
+    ``started_at`` (a ``time.time()``; None: now), and records them before training.
+    """
+    started_at = time.time() if started_at is None else started_at
     plan, lock, created = start(plan_fn)
     directory, record = plan.directory, plan.record
     primary = distributed.is_primary()
     started: list[trackers.Tracker] = []
     try:
+        if record.minutes is not None and not plan.resumed:
+            record = dataclasses.replace(record, config=_timed_config(plan, started_at, progress_bar))
+            plan = dataclasses.replace(plan, record=record)
         loggers: list[Hook] = []
         if primary:  # process 0 alone writes files other than checkpoint shards
             started = _start_trackers(plan, started)
@@ -401,6 +417,17 @@ def run(
             tracker.close()  # finished, killed or failed: as the exception being handled says
         if lock:
             lock.release()
+
+
+def _timed_config(plan: Plan, started_at: float, say: bool) -> PPOConfig:
+    """The planned config with the steps that end its run by ``plan.record.minutes`` after ``started_at``."""
+    record = plan.record
+    try:
+        return budget.choose(
+            record.config, lambda c: PPOTrainer(c, plan.env), record.minutes, started_at=started_at, saves=True, say=say
+        )
+    except ValueError as e:
+        raise RunDirectoryError(str(e)) from None
 
 
 class _KeepOpen(Hook):
@@ -489,6 +516,7 @@ def train(
     preset: str | None = None,
     resume: bool = False,
     num_timesteps: int | None = None,
+    minutes: float | None = None,
     metrics_format: str = "csv",
     tensorboard: bool = False,
     video: bool = True,
@@ -505,6 +533,11 @@ def train(
     newest intact checkpoint, as recorded: only ``num_timesteps`` (to train longer) and
     ``video=False`` may be given, and ``tensorboard``/``loggers`` may add outputs.
 
+    ``minutes`` (a fresh run, instead of ``num_timesteps``): train the env steps that end the run,
+    compile, evaluations and checkpoints included, by that many minutes after this call, as
+    measured on this machine first; run.json records them, so a resume continues them and
+    ``num_timesteps=<those>`` replays the run. The plot and the video come after.
+
     ``loggers`` names trackers to log to as well, ``"mlflow"`` and ``"wandb"``, started as
     ``tracker_options`` say; run.json records their runs, which a resume continues. Other hooks
     (your own :class:`~gymjax.trainers.trackers.MLflowLogger`, say) go in ``hooks``.
@@ -513,18 +546,19 @@ def train(
         RunDirectoryError: before anything is written, when the directory cannot be used as asked.
         TrainingStopped: on SIGINT/SIGTERM, after saving the epoch it stopped at.
     """
+    started_at = time.time()  # a time budget counts from here
     if resume:
-        given = [n for n, v in (("env", env), ("config", config), ("env_kwargs", env_kwargs), ("preset", preset))
-                 if v is not None] + ["metrics_format"] * (metrics_format != "csv")
+        given = [n for n, v in (("env", env), ("config", config), ("env_kwargs", env_kwargs), ("preset", preset),
+                                ("minutes", minutes)) if v is not None] + ["metrics_format"] * (metrics_format != "csv")
         if given:
             raise RunDirectoryError(f"resume=True continues {run_dir} as recorded in {RUN_FILE}; drop {given}")
         plan_fn = lambda: plan_resume(run_dir, num_timesteps, video=video, tensorboard=tensorboard,
                                       loggers=loggers, tracker_options=tracker_options)
     else:
         record = new_record(env, config, env_kwargs=env_kwargs, preset=preset, metrics_format=metrics_format,
-                            tensorboard=tensorboard, video=video, num_timesteps=num_timesteps)
+                            tensorboard=tensorboard, video=video, num_timesteps=num_timesteps, minutes=minutes)
         plan_fn = lambda: plan_fresh(run_dir, record, loggers, tracker_options)
-    return run(plan_fn, hooks=hooks, console=console, progress_bar=progress_bar)
+    return run(plan_fn, hooks=hooks, console=console, progress_bar=progress_bar, started_at=started_at)
 
 
 def new_record(
@@ -534,10 +568,21 @@ def new_record(
     env_kwargs: dict[str, Any] | None = None,
     preset: str | None = None,
     num_timesteps: int | None = None,
+    minutes: float | None = None,
     **outputs: Any,
 ) -> RunRecord:
     """A fresh run's record: the preset's env and config unless given (a preset's env and another
-    ``env`` do not go together: its settings were tuned for its own)."""
+    ``env`` do not go together: its settings were tuned for its own). ``minutes``: the steps are
+    chosen for that budget when the run starts (:func:`run`)."""
+    if minutes is not None:
+        if num_timesteps is not None:
+            raise RunDirectoryError(
+                f"minutes={minutes!r} chooses num_timesteps for the budget; give one of them, not both"
+            )
+        try:
+            budget.check_budget(minutes)
+        except ValueError as e:
+            raise RunDirectoryError(str(e)) from None
     try:
         chosen = presets.get(preset) if preset else None
     except ValueError as e:
@@ -558,5 +603,6 @@ def new_record(
         env_kwargs=dict(env_kwargs or {}),
         config=config,
         preset=chosen.name if chosen else None,
+        minutes=minutes,
         **outputs,
     )

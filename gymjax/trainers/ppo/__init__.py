@@ -3,6 +3,7 @@
 >>> from gymjax.trainers import ppo
 >>> make_policy, params, metrics = ppo.train(ppo.PPOConfig(num_timesteps=100_000), "JaxCartPole-v0")
 >>> policy = make_policy(params, deterministic=True)
+>>> ppo.train(ppo.PPOConfig(), "JaxCartPole-v0", minutes=2)  # the steps this machine makes in 2 minutes
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers import distributed, reference
 from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
-from gymjax.trainers.ppo import acting, memory, resume
+from gymjax.trainers.ppo import acting, budget, memory, resume
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.losses import Minibatch, ppo_loss
 from gymjax.trainers.ppo.networks import (
@@ -299,6 +299,16 @@ class PPOTrainer:
             )
         return out
 
+    def run_epochs_unread(self, run: Run, epochs: int) -> None:
+        """Runs ``epochs`` compiled epochs back to back and advances ``run``, reading nothing back
+        between them (no metrics, no divergence check): the device's share of an epoch, which
+        :mod:`gymjax.trainers.ppo.budget` times apart from the host's."""
+        for _ in range(epochs):
+            run.state, _ = self._epoch(run.state)
+        jax.block_until_ready(run.state)
+        run.env_steps += epochs * self.config.env_steps_per_epoch
+        run.epoch += epochs
+
     def policy_params(self, run: Run) -> PolicyParams:
         return read_replicated(run.state.params).policy_params()
 
@@ -376,6 +386,8 @@ def train(
     eval_env: Env | str | None = None,
     randomization_fn: RandomizationFn | None = None,
     *,
+    minutes: float | None = None,
+    started_at: float | None = None,
     hooks: Sequence[Hook] = (),
     progress_fn: ProgressFn | None = None,
     policy_params_fn: PolicyParamsFn | None = None,
@@ -404,6 +416,12 @@ def train(
             ``config.randomize_eval``.
         randomization_fn: domain randomization, ``fn(params, key) -> params``
             (or Brax's batched form, stated as ``BraxRandomization(fn)``); redrawn at every reset.
+        minutes: a wall-clock budget instead of ``config.num_timesteps``: the trainer times this
+            machine (:mod:`gymjax.trainers.ppo.budget`), then trains the most env steps that end,
+            checkpoints and evaluations included, by ``minutes`` after ``started_at``; it prints
+            them, and its checkpoints' config records them, so ``num_timesteps=<those>`` replays the
+            run bit for bit. A fresh run in one process only.
+        started_at: the ``time.time()`` the budget counts from; None: this call.
         hooks: :class:`~gymjax.trainers.hooks.Hook` s, loggers included.
         progress_fn: ``progress_fn(env_steps, metrics)`` after every epoch.
         policy_params_fn: ``policy_params_fn(env_steps, make_policy, params)``
@@ -420,7 +438,19 @@ def train(
         key) -> (action, extras)``), the final :class:`PolicyParams`, and the
         last epoch's metrics.
     """
+    if minutes is None and started_at is not None:
+        raise ValueError(f"started_at ({started_at!r}) is when a time budget starts counting; give minutes too")
+    started_at = time.time() if started_at is None else started_at
+    if minutes is not None:
+        budget.check_budget(minutes)
+        if restore_checkpoint_path is not None:
+            raise ValueError(
+                "minutes chooses a new run's num_timesteps; a resumed run continues the steps its checkpoint "
+                "records: drop minutes (or raise config.num_timesteps to train longer)"
+            )
     progress_metrics = _check_progress_metrics(progress_metrics)
+    env = envs.make(env) if isinstance(env, str) else env  # one env for the timing trainer and the run's
+    # Built before any timing: it refuses a config the env cannot take at once.
     trainer = PPOTrainer(config, env, eval_env, randomization_fn)
     if not distributed.is_primary():  # process 0 alone reports (see gymjax.trainers.distributed)
         hooks, progress_fn, policy_params_fn, progress_bar = (), None, None, False
@@ -441,6 +471,12 @@ def train(
                 resumed_from=run.restored_step if run else None,
                 damaged=run.damaged_steps if run else (),
             )
+        if minutes is not None:  # after the checkpoint directory is claimed: it may refuse
+            config = budget.choose(
+                config, lambda c: PPOTrainer(c, env, eval_env, randomization_fn), minutes,
+                started_at=started_at, saves=checkpointer is not None, say=progress_bar,
+            )
+            trainer = PPOTrainer(config, env, eval_env, randomization_fn)
         if run is None:
             run = trainer.init(run_id=run_id)
         _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar, progress_metrics)
