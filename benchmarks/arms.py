@@ -61,6 +61,7 @@ class Arm:
         settings: a PPOConfig's fields (gymjax), rl-zoo's entry (sb3) or ``ppo.train``'s arguments (brax).
         on_jax: an SB3 arm on the JAX env (through ``SB3VecEnv``).
         env_kwargs: options of the JAX env (``engine``), for every arm that builds it.
+        missing: why it cannot run on this install (an optional package absent), or None.
     """
 
     name: str
@@ -70,6 +71,7 @@ class Arm:
     settings: dict[str, Any]
     on_jax: bool = False
     env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    missing: str | None = None
 
     @property
     def reference_id(self) -> str:
@@ -98,12 +100,18 @@ def arms_for(task: str, env_kwargs: dict[str, Any] | None = None) -> dict[str, A
     kw = dict(env_kwargs or {})
     config = PPOConfig.preset(preset) if preset else PPOConfig()
     ours = f"preset {preset}" if preset else "PPOConfig defaults"
-    zoo_id, zoo = zoo_settings(reference_id(env_id))
+    # The arms with rl-zoo's settings need rl_zoo3 (extra 'bench'); without it they are reported skipped.
+    zoo_missing = (
+        None if _zoo_file() else "rl_zoo3 is not installed (extra 'bench'): its settings are read from it"
+    )
+    zoo_id, zoo = zoo_settings(reference_id(env_id)) if zoo_missing is None else ("rl-zoo", {})
     table = [
         Arm("gymjax", "gymjax", env_id, f"gymjax PPO, {ours}, {env_id}", config.to_dict(), env_kwargs=kw),
         Arm("gymjax_defaults", "gymjax", env_id, f"gymjax PPO defaults, {env_id}", PPOConfig().to_dict(), env_kwargs=kw),
-        Arm("sb3", "sb3", env_id, f"SB3 PPO, rl-zoo {zoo_id} settings, Gymnasium {reference_id(env_id)}", zoo),
-        Arm("sb3_jax", "sb3", env_id, f"SB3 PPO, rl-zoo {zoo_id} settings, {env_id} via SB3VecEnv", zoo, True, kw),
+        Arm("sb3", "sb3", env_id, f"SB3 PPO, rl-zoo {zoo_id} settings, Gymnasium {reference_id(env_id)}", zoo,
+            missing=zoo_missing),
+        Arm("sb3_jax", "sb3", env_id, f"SB3 PPO, rl-zoo {zoo_id} settings, {env_id} via SB3VecEnv", zoo, True, kw,
+            missing=zoo_missing),
         Arm("brax", "brax", env_id, f"Brax PPO, {'Brax' if env_id in BRAX_SETTINGS else ours} settings, {env_id}",
             BRAX_SETTINGS.get(env_id) or brax_settings(config), env_kwargs=kw),
         Arm("brax_gymjax", "brax", env_id, f"Brax PPO, {ours} settings, {env_id}", brax_settings(config), env_kwargs=kw),
@@ -112,7 +120,7 @@ def arms_for(task: str, env_kwargs: dict[str, Any] | None = None) -> dict[str, A
         like_sb3 = gymjax_like_sb3(zoo)
     except ValueError:
         like_sb3 = None  # rl-zoo's entry uses what gymjax PPO does not have (a clip-range schedule, ...)
-    if like_sb3 is not None:
+    if like_sb3 is not None and zoo_missing is None:
         table += [
             Arm("gymjax_sb3", "gymjax", env_id, f"gymjax PPO, SB3's settings and policy, {env_id}", like_sb3, env_kwargs=kw),
             Arm("gymjax_sb3_tanh", "gymjax", env_id, f"gymjax PPO, SB3's settings, tanh-normal policy, no reward "
@@ -125,21 +133,30 @@ def arms_for(task: str, env_kwargs: dict[str, Any] | None = None) -> dict[str, A
 # -- settings: rl-zoo's, and translations --------------------------------------------------------
 
 
+def _zoo_file() -> pathlib.Path | None:
+    """rl-zoo's PPO settings file, or None without rl_zoo3. Found, not imported: importing rl_zoo3
+    patches Gymnasium's TimeLimit for the whole process (info["TimeLimit.truncated"])."""
+    import importlib.util
+
+    zoo = importlib.util.find_spec("rl_zoo3")
+    return (
+        None
+        if zoo is None or zoo.origin is None
+        else pathlib.Path(zoo.origin).parent / "hyperparams" / "ppo.yml"
+    )
+
+
 def zoo_settings(reference_id: str) -> tuple[str, dict]:
     """rl-baselines3-zoo's PPO entry for ``reference_id``: ``(zoo's id, entry)``; the id itself, or the
     same env at the highest version the zoo lists (its MuJoCo entries are ``-v4``); ``{}`` if none."""
-    import importlib.util
-
     import yaml
 
-    # Found, not imported: importing rl_zoo3 patches Gymnasium's TimeLimit for the whole process
-    # (rl_zoo3.gym_patches adds info["TimeLimit.truncated"]), which would change what the caller sees.
-    zoo = importlib.util.find_spec("rl_zoo3")
-    if zoo is None or zoo.origin is None:
+    path = _zoo_file()
+    if path is None:
         raise ModuleNotFoundError(
-            "rl_zoo3 is not installed: SB3 arms read rl-baselines3-zoo's settings (pip install rl_zoo3)"
+            "rl_zoo3 is not installed: SB3 arms read rl-baselines3-zoo's settings (extra 'bench')"
         )
-    table = yaml.safe_load((pathlib.Path(zoo.origin).parent / "hyperparams" / "ppo.yml").read_text())
+    table = yaml.safe_load(path.read_text())
     if reference_id in table:
         return reference_id, table[reference_id]
     base = reference_id.rsplit("-v", 1)[0]

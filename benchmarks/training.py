@@ -181,7 +181,7 @@ def run_all(args: argparse.Namespace, tasks: dict) -> dict:
                                           "target": args.target if args.target is not None else target_of(first.reference_id),
                                           "arms": {}}  # fmt: skip
         for name, arm in arms.items():
-            skipped = brax_skip if arm.kind == "brax" else None
+            skipped = arm.missing or (brax_skip if arm.kind == "brax" else None)
             entry["arms"][name] = {"label": arm.label, "kind": arm.kind, "settings": arm.settings, "skipped": skipped,
                                    "runs": []}  # fmt: skip
             if skipped is None:
