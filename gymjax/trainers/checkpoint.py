@@ -369,6 +369,17 @@ def _quiet_closed_loop_callbacks() -> None:
     excepthook.gymjax_quiet = True
     sys.excepthook = excepthook
     sys.unraisablehook = lambda u: None if closed_loop(u.exc_value) else previous_unraisable(u)
+    logging.getLogger("asyncio").addFilter(_not_abandoned_read)
+
+
+def _not_abandoned_read(record: logging.LogRecord) -> bool:
+    """False for asyncio's "Task exception was never retrieved" about a tensorstore read: when one
+    array of a damaged step fails, orbax raises that failure and abandons its sibling reads, whose
+    errors asyncio logs with a traceback whenever the task is collected (at exit, or not at all).
+    The step is already reported as damaged, in one line."""
+    error = record.exc_info[1] if record.exc_info else None
+    abandoned = record.getMessage().startswith("Task exception was never retrieved")
+    return not (abandoned and error is not None and "tensorstore_spec" in str(error))
 
 
 def _not_disk_failure(record: logging.LogRecord) -> bool:
