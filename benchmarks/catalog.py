@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 import gymjax
 from benchmarks import common
-from benchmarks.throughput import THREADS, action_cycle, envpool_env, host_pool, vector_env
+from benchmarks.throughput import THREADS, action_batches, action_cycle, envpool_env, host_pool, vector_env
 
 STACKS = ("gymjax VectorEnv", "EnvPool", "host pool", "MJX")
 QUICK_MJX = ("JaxInvertedPendulum-v0", "JaxReacher-v0")  # quick mode compiles MJX for these only
@@ -73,12 +73,6 @@ def envpool_task(reference: str) -> str | None:
     except ImportError:
         return None
     return reference if reference in envpool.list_all_envs() else None
-
-
-def _actions(space: gymnasium.spaces.Box, n: int, count: int = 16, seed: int = 0) -> np.ndarray:
-    """``count`` batches of ``n`` uniform actions in ``space``: ``[count, n, nu]`` float32."""
-    rng = np.random.default_rng(seed)
-    return rng.uniform(space.low, space.high, (count, n, *space.shape)).astype(np.float32)
 
 
 def _starts(env, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -202,7 +196,7 @@ def deviation(env_id: str, mjx: MJX, steps: int, budget_s: float, seed: int = 0)
     c_reset, c_step = jax.jit(jax.vmap(c_env.reset_to)), jax.jit(jax.vmap(c_env.step))
     c_state = c_reset(jnp.asarray(qpos), jnp.asarray(qvel))
     m_state = mjx.start(qpos, qvel)
-    actions = _actions(c_env.action_space, DEVIATION_STATES, count=steps, seed=seed + 1)
+    actions = action_batches(c_env.action_space, DEVIATION_STATES, count=steps, seed=seed + 1)
     n = DEVIATION_STATES
     stopped_c = np.full(n, -1)  # the step at which the C run terminated (-1: it did not)
     stopped_m = np.full(n, -1)
@@ -430,10 +424,9 @@ def _short(env_id: str) -> str:
 
 
 def _round_loads(results: dict) -> str:
-    loads = [
+    return common.load_range(
         x for e in results["tasks"].values() for b in e["throughput"].values() for x in b["load_1min_rounds"]
-    ]
-    return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
+    )
 
 
 def throughput_table(results: dict) -> list[str]:

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tqdm import tqdm
@@ -270,6 +270,12 @@ def header(record: dict) -> list[str]:
 
 def loads(values: list[float] | None) -> str:
     return "/".join(f"{x:.1f}" for x in values) if values else "n/a"
+
+
+def load_range(values: Iterable[float]) -> str:
+    """The 1-minute load averages taken over a run's rounds, as ``"min-max"``."""
+    values = list(values)
+    return f"{min(values):.1f}-{max(values):.1f}" if values else "n/a"
 
 
 def write(

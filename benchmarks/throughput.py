@@ -67,11 +67,14 @@ PEERS = {
 # -- builders: a common.Stepper at n envs (imports inside: the parent stays off JAX) ---------
 
 
+def action_batches(space, n: int, count: int = 16, seed: int = 0, dtype=np.float32) -> np.ndarray:
+    """``count`` batches of ``n`` uniform actions in the Box ``space``: ``[count, n, *shape]``."""
+    return np.random.default_rng(seed).uniform(space.low, space.high, (count, n, *space.shape)).astype(dtype)
+
+
 def action_cycle(space, n: int, count: int = 16, seed: int = 0, dtype=np.float32) -> Callable[[], np.ndarray]:
-    """``count`` batches of ``n`` uniform actions in the Box ``space`` ([n, *shape]), handed out in turn."""
-    batches = (
-        np.random.default_rng(seed).uniform(space.low, space.high, (count, n, *space.shape)).astype(dtype)
-    )
+    """:func:`action_batches`, handed out in turn."""
+    batches = action_batches(space, n, count, seed, dtype)
     i = [0]
 
     def next_batch() -> np.ndarray:
@@ -703,10 +706,9 @@ def ratio_table(results: dict, headline: bool = False) -> list[str]:
 
 
 def _loads(results: dict) -> str:
-    loads = [
+    return common.load_range(
         x for e in results["stacks"].values() for r in e["sizes"].values() for x in r.get("load_1min", [])
-    ]
-    return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
+    )
 
 
 def summary(record: dict) -> list[str]:

@@ -279,17 +279,13 @@ def evaluate(run: Run, result: dict, timeout: float) -> None:
 # -- the report -----------------------------------------------------------------------------------
 
 
-def spread(values: list[float]) -> tuple[float, float, float] | None:
-    """(median, min, max), or None when there are no values."""
-    return (float(np.median(values)), float(min(values)), float(max(values))) if values else None
-
-
 def show(values: list[float], fmt: str = ",.0f") -> str:
     """A median with its range over seeds: ``"4,905 [4,611 to 5,016]"``; ``"-"`` for none."""
-    s = spread(values)
-    if s is None:
+    f = common.figure(values)
+    if f["median"] is None:
         return "-"
-    return f"{s[0]:{fmt}}" if s[1] == s[2] else f"{s[0]:{fmt}} [{s[1]:{fmt}} to {s[2]:{fmt}}]"
+    (low, high), median = f["spread"], f["median"]
+    return f"{median:{fmt}}" if low == high else f"{median:{fmt}} [{low:{fmt}} to {high:{fmt}}]"
 
 
 def reached(curve: list[dict], target: float | None) -> dict | None:
