@@ -337,8 +337,7 @@ def summary(results: dict) -> list[str]:
 
 
 def markdown(record: dict) -> list[str]:
-    lines = [f"Measured by {record['measured_by']}.", ""] if record.get("measured_by") else []
-    lines += list(record["summary"]) + ["", "## Settings", ""]
+    lines = [*record["summary"], "", "## Settings", ""]  # a converted record's measured_by: in common.header
     for task, entry in record["results"]["tasks"].items():
         for name, arm in entry["arms"].items():
             lines.append(f"- {task}, {name} ({arm['label']}): `{json.dumps(arm['settings'], default=str)}`")
