@@ -541,7 +541,6 @@ class Session:
         self.options = options = SessionOptions.check(options)
         self.batched = num_envs is not None
         self.num_envs = check_num_envs(num_envs) if self.batched else 1
-        self.autoreset_mode = options.autoreset_mode
         env_kwargs = dict(env_kwargs or {})
         key, held = _program_key(env, env_kwargs, make, self.num_envs, self.batched, options)
         with _programs_lock:
@@ -550,12 +549,10 @@ class Session:
                 _programs.move_to_end(key)
         self.base = program.base if program is not None else build(env, env_kwargs, make)
         modes = self.render_modes()
-        self.render_mode = options.render_mode
         if self.render_mode is not None and self.render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {self.render_mode!r}")
         human = self.render_mode == "human"
         self._window = _Window(self.base.metadata.get("render_fps", 30)) if human else None
-        self.size = (options.width, options.height)  # the simulator view reads it too
         if program is None:
             jax_env, limited = stack(self.base, self.batched, options)
             program = _Program(self.base, jax_env, self.num_envs, self.batched, self.autoreset_mode, limited)
@@ -584,6 +581,19 @@ class Session:
         self._step, self._start, self._step_host = program.step, program.start, program.step_host
         self._packer = program.packer
         self._set_state = None
+
+    @property
+    def autoreset_mode(self) -> AutoResetMode:
+        return self.options.autoreset_mode
+
+    @property
+    def render_mode(self) -> str | None:
+        return self.options.render_mode
+
+    @property
+    def size(self) -> tuple[int | None, int | None]:
+        """Rendered frames' (width, height), None for the env's own (the simulator view reads it too)."""
+        return self.options.width, self.options.height
 
     def render_modes(self, single: bool | None = None) -> list[str]:
         """The env's modes; a single env that draws frames also shows them in a window ("human").
