@@ -40,9 +40,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax import envs
-from gymjax.envs import options as checks
 from gymjax.core import Env, EpisodeStatistics, State
 from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
+from gymjax.envs import options as checks
 from gymjax.wrappers.training import (
     AutoResetMode,
     BraxRandomization,
