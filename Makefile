@@ -27,6 +27,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps "gymnax>=1.0.1"  # its gymnasium<1.4 pin would move ours (pyproject.toml)
 	touch $@
 
 # Every throughput stack, full sizes (about an hour on 2 CPU cores): benchmarks/results/throughput.*

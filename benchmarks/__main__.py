@@ -19,6 +19,7 @@ COMMANDS = {
     "catalog": "benchmarks.catalog",
     "training": "benchmarks.training",
     "distributed": "benchmarks.distributed",
+    "external": "benchmarks.external",
     "page": "benchmarks.page",
 }
 

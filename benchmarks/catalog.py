@@ -589,19 +589,9 @@ def plot(record: dict, path: pathlib.Path) -> None:
     rows = math.ceil((len(ids) + 1) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     colors = dict(zip(STACKS, ("tab:blue", "tab:orange", "tab:gray", "tab:green")))
-    width = 0.8 / len(STACKS)
     for ax, env_id in zip(axes.flat, ids):
         blocks = results["tasks"][env_id]["throughput"]
-        for j, name in enumerate(STACKS):
-            xs, med, lo, hi = [], [], [], []
-            for i, block in enumerate(blocks.values()):
-                r = block["stacks"].get(name)
-                if r:
-                    xs.append(i + (j - (len(STACKS) - 1) / 2) * width)
-                    med.append(r["median"])
-                    lo.append(r["median"] - r["spread"][0])
-                    hi.append(r["spread"][1] - r["median"])
-            ax.bar(xs, med, width, yerr=[lo, hi], color=colors[name], label=name, capsize=2)
+        common.stack_bars(ax, blocks, STACKS, colors)
         ax.set_yscale("log")
         missing = [f"N={n}" for n, block in blocks.items() if "MJX" not in block["stacks"]]
         if missing:

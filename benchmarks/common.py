@@ -304,6 +304,23 @@ def write(
     return paths
 
 
+def stack_bars(ax, blocks: Mapping[str, dict], stacks: tuple[str, ...], colors: Mapping[str, str] | None = None) -> None:
+    """Grouped bars on ``ax``: per block of :func:`interleaved` (one per N), each stack's median with its
+    min-max spread as the error bar; a stack missing from a block has no bar there."""
+    width = 0.8 / len(stacks)
+    for j, name in enumerate(stacks):
+        xs, med, lo, hi = [], [], [], []
+        for i, block in enumerate(blocks.values()):
+            r = block["stacks"].get(name)
+            if r:
+                xs.append(i + (j - (len(stacks) - 1) / 2) * width)
+                med.append(r["median"])
+                lo.append(r["median"] - r["spread"][0])
+                hi.append(r["spread"][1] - r["median"])
+        color = {"color": colors[name]} if colors else {}
+        ax.bar(xs, med, width, yerr=[lo, hi], label=name, capsize=2, **color)
+
+
 def listed(heading: str, items: list[str]) -> list[str]:
     """A Markdown section of ``- item`` lines (what was skipped, what failed); "- nothing" when empty."""
     return ["", f"## {heading}", "", *(items or ["- nothing"])]

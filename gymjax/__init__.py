@@ -48,16 +48,19 @@ def __getattr__(name: str):
 
 
 def _register_with_gymnasium() -> None:
-    for env_id in envs.registered_ids():
-        if env_id in gymnasium.registry:
-            continue  # a re-import (importlib.reload) registers nothing twice
-        gymnasium.register(
-            id=env_id,
-            entry_point="gymjax.wrappers.gymnasium:GymnasiumEnv",
-            vector_entry_point="gymjax.wrappers.gymnasium:GymnasiumVectorEnv",
-            max_episode_steps=envs.spec(env_id).max_episode_steps,
-            kwargs={"env": env_id},
-        )
+    for collection in (None, *envs.external.COLLECTIONS):
+        for env_id in envs.registered_ids(collection=collection):
+            if env_id in gymnasium.registry:
+                continue  # a re-import (importlib.reload) registers nothing twice
+            # Another collection's time limit is known once its env is built: the session applies
+            # it in JAX (time_limit), where Gymnasium's TimeLimit would need it now.
+            gymnasium.register(
+                id=env_id,
+                entry_point="gymjax.wrappers.gymnasium:GymnasiumEnv",
+                vector_entry_point="gymjax.wrappers.gymnasium:GymnasiumVectorEnv",
+                max_episode_steps=envs.spec(env_id).max_episode_steps,
+                kwargs={"env": env_id} if collection is None else {"env": env_id, "time_limit": True},
+            )
 
 
 _register_with_gymnasium()

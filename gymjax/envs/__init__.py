@@ -10,6 +10,7 @@ dict per agent, which no Gymnasium ``Env`` takes. Their adapter is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
 import json
@@ -29,6 +30,7 @@ class EnvSpec:
     max_episode_steps: int | None
     multi_agent: bool = False
     reference_id: str | None = None  # Gymnasium's own env with the same task: what a policy is judged on
+    collection: str | None = None  # "brax", "playground", "gymnax": another collection's env (gymjax.envs.external)
 
     def load(self) -> Callable[..., Env]:
         if callable(self.entry_point):
@@ -47,6 +49,7 @@ def register(
     *,
     multi_agent: bool = False,
     reference_id: str | None = None,
+    collection: str | None = None,
 ) -> None:
     """Registers ``entry_point(**kwargs) -> Env`` under ``env_id``; ids are unique.
 
@@ -56,7 +59,7 @@ def register(
     """
     if env_id in _REGISTRY:
         raise ValueError(f"environment id {env_id!r} is already registered")
-    _REGISTRY[env_id] = EnvSpec(env_id, entry_point, max_episode_steps, multi_agent, reference_id)
+    _REGISTRY[env_id] = EnvSpec(env_id, entry_point, max_episode_steps, multi_agent, reference_id, collection)
 
 
 def spec(env_id: str) -> EnvSpec:
@@ -112,7 +115,8 @@ class UnknownOption(TypeError, ValueError):
 
 def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> Env:
     recorded = dict(kwargs)
-    kwargs = _engine(kwargs)
+    if spec(env_id).collection is None:  # Brax's envs take backend= as their own option
+        kwargs = _engine(kwargs)
     known = options_of(factory)
     unknown = sorted(set(kwargs) - set(known)) if known is not None else []
     if unknown:  # named here, before the env loads its model, rather than as a TypeError deep inside
@@ -139,9 +143,19 @@ def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
     return kwargs
 
 
-def registered_ids(multi_agent: bool = False) -> list[str]:
-    """The single-agent ids (those registered with Gymnasium), or the multi-agent ones."""
-    return sorted(i for i, s in _REGISTRY.items() if s.multi_agent == multi_agent)
+def registered_ids(multi_agent: bool = False, collection: str | None = None) -> list[str]:
+    """gymjax's own single-agent ids (registered with Gymnasium), or its multi-agent ones; with a
+    ``collection`` (``"brax"``, ``"playground"``, ``"gymnax"``), that collection's ids instead."""
+    return sorted(i for i, s in _REGISTRY.items() if s.multi_agent == multi_agent and s.collection == collection)
+
+
+def __getattr__(name: str):
+    # from_brax, from_playground, from_gymnax: imported on first use, as their packages are.
+    if name in ("from_brax", "from_playground", "from_gymnax"):
+        from gymjax.envs import external
+
+        return external.constructor(name)
+    raise AttributeError(f"module 'gymjax.envs' has no attribute {name!r}")
 
 
 def _engine(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -192,3 +206,9 @@ register("JaxMountainCar-v0", f"{_CLASSIC}.mountain_car:MountainCar", max_episod
          reference_id="MountainCar-v0")
 register("JaxMountainCarContinuous-v0", f"{_CLASSIC}.mountain_car_continuous:MountainCarContinuous",
          max_episode_steps=999, reference_id="MountainCarContinuous-v0")
+
+# The other collections' envs, by name (their time limits are their own, known when one is built).
+from gymjax.envs import external  # names only: no collection is imported
+
+for _id, (_collection, _name) in external.IDS.items():
+    register(_id, functools.partial(external.make, _collection, _name), None, collection=_collection)

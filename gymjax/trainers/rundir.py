@@ -405,7 +405,9 @@ def run(
             raise
         if primary:
             _attach(started, _plot(plan))
-            if plan.video:
+            if plan.video and "rgb_array" not in plan.env.metadata.get("render_modes", []):
+                print(f"video: none, {plan.env!r} does not render")  # a gymnax env, say
+            elif plan.video:
                 _attach(started, _video(plan, make_policy, params))
         return make_policy, params, metrics
     except BaseException:

@@ -22,9 +22,8 @@ Observations and infos, of a reset as of a step, are writable NumPy arrays.
 
 from __future__ import annotations
 
-from typing import Any
-
 import dataclasses
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -33,7 +32,16 @@ from gymnasium.vector.utils import batch_space
 
 from gymjax.core import Env
 from gymjax.wrappers.mujoco_view import DEPTH_MODES, SimulatorView, is_mujoco
-from gymjax.wrappers.session import Presenter, Session, SessionOptions, StepView, check_action, check_seed
+from gymjax.wrappers.session import (
+    Presenter,
+    Session,
+    SessionOptions,
+    StepView,
+    UnsupportedRenderMode,
+    check_action,
+    check_seed,
+    env_row,
+)
 from gymjax.wrappers.training import AutoResetMode
 
 _GYMNASIUM_MODES = {AutoResetMode.SAME_STEP: AutoresetMode.SAME_STEP, AutoResetMode.NEXT_STEP: AutoresetMode.NEXT_STEP}
@@ -111,7 +119,7 @@ class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
         base = self.session.base
         modes = self.session.render_modes() + (list(DEPTH_MODES) if is_mujoco(base) else [])
         if render_mode in DEPTH_MODES and render_mode not in modes:
-            raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
+            raise UnsupportedRenderMode(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         self.render_mode = render_mode
         self.metadata = {**base.metadata, "render_modes": modes}
         self.observation_space = base.observation_space
@@ -214,7 +222,7 @@ class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEn
         if out.final_obs is not None and done.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(done):
-                final_obs[i] = out.final_obs[i]
+                final_obs[i] = env_row(out.final_obs, i)
             final_info: dict[str, Any] = {}
             for k, value in out.final_info.items():
                 final_info[k] = _masked(value, done)

@@ -31,12 +31,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import gymnasium
+import jax
 import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from gymjax.core import Env, Wrapper
-from gymjax.wrappers.session import Presenter, Session, SessionOptions, check_action
+from gymjax.wrappers.session import Presenter, Session, SessionOptions, check_action, env_row
 
 # What a DummyVecEnv of Monitor(gymnasium.make(id)) envs has around each env, and
 # this adapter does in JAX and on the host: env_is_wrapped answers for these.
@@ -89,7 +90,7 @@ class SB3VecEnv(Presenter, VecEnv):
         self._stepping = False
         obs, info = self.session.fetch_reset()
         self.reset_infos = [{k: v[i] for k, v in info.items()} for i in range(self.num_envs)]
-        return np.array(obs)
+        return jax.tree.map(np.array, obs)  # its own copy (a dict of them for a Dict space)
 
     def step_async(self, actions: np.ndarray) -> None:
         if self.session.state is None:
@@ -117,9 +118,9 @@ class SB3VecEnv(Presenter, VecEnv):
                 self.reset_infos[i] = {k: out.info[k][i] for k in self.session.reset_info_keys}
             info["TimeLimit.truncated"] = bool(out.truncated[i] and not out.terminated[i])
             if dones[i]:
-                info["terminal_observation"] = np.array(out.final_obs[i])
+                info["terminal_observation"] = env_row(out.final_obs, i)
             infos.append(info)
-        return np.array(out.obs), np.array(out.reward, np.float32), np.array(dones, bool), infos
+        return jax.tree.map(np.array, out.obs), np.array(out.reward, np.float32), np.array(dones, bool), infos
 
     def close(self) -> None:
         self.session.close()

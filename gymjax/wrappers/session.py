@@ -243,6 +243,12 @@ class SessionOptions:
                              f"'same_step', got {self.autoreset_mode.name.lower()!r}")
 
 
+class UnsupportedRenderMode(TypeError, ValueError):
+    """A render mode the env does not draw. A ValueError as gymjax's other bad values; a TypeError as
+    a constructor's unexpected argument, which is what clients that ask for frames just in case catch:
+    SB3 makes an env by id with ``render_mode="rgb_array"`` and, on a TypeError, again without."""
+
+
 def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
     """The functional env: ``env`` itself, or the registered id built with its options."""
     if isinstance(env, str):
@@ -250,6 +256,12 @@ def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
     if env_kwargs:
         raise TypeError(f"keyword arguments {sorted(env_kwargs)} apply only when env is an id")
     return env
+
+
+def env_row(obs: Any, i: int) -> Any:
+    """Env ``i``'s observation from a batch of them: an array, or a dict of arrays (a Dict space,
+    as Playground's tasks have), as a writable copy."""
+    return {k: env_row(v, i) for k, v in obs.items()} if isinstance(obs, dict) else np.array(obs[i])
 
 
 class StepView(NamedTuple):
@@ -550,7 +562,7 @@ class Session:
         self.base = program.base if program is not None else build(env, env_kwargs, make)
         modes = self.render_modes()
         if self.render_mode is not None and self.render_mode not in modes:
-            raise ValueError(f"render_mode must be None or one of {modes}, got {self.render_mode!r}")
+            raise UnsupportedRenderMode(f"render_mode must be None or one of {modes}, got {self.render_mode!r}")
         human = self.render_mode == "human"
         self._window = _Window(self.base.metadata.get("render_fps", 30)) if human else None
         if program is None:

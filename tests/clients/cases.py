@@ -1,8 +1,10 @@
 """The client matrix as data: which client runs which scenario (``scenarios.py``) on which env.
 
 ``what`` is the call as the client's users write it, the row the docs' table shows. A case whose
-``env_id`` is Gymnasium's own (no ``Jax`` prefix) is a reference: the same client on the env it
-was written for, so a row failing there too is the client's, not gymjax's.
+``env_id`` is Gymnasium's own (:func:`is_reference`) is a reference: the same client on the env it
+was written for, so a row failing there too is the client's, not gymjax's. Cases on
+``brax/``, ``playground/`` and ``gymnax/`` ids run the client on another collection's env through
+gymjax (``gymjax.envs.external``).
 """
 
 import dataclasses
@@ -12,6 +14,11 @@ from typing import Any
 from . import scenarios
 
 SCENARIOS = pathlib.Path(scenarios.__file__)
+
+
+def is_reference(env_id: str) -> bool:
+    """Gymnasium's own env, not one of gymjax's (``Jax...``) nor another collection's (``brax/...``)."""
+    return not env_id.startswith("Jax") and "/" not in env_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +50,8 @@ C = Case
 GYM, SB3, ZOO, TRL, PZ = "Gymnasium", "SB3", "rl-zoo3", "torchrl", "PettingZoo"
 CART, PEND, INV, ANT, MULTI_ANT = "JaxCartPole-v0", "JaxPendulum-v0", "JaxInvertedPendulum-v0", "JaxAnt-v0", \
     "JaxMultiAnt-v0"
+GYMNAX_CART, GYMNAX_MINATAR = "gymnax/CartPole-v1", "gymnax/Breakout-MinAtar-v0"
+BRAX_PEND, PLAYGROUND_CART = "brax/inverted_pendulum-v0", "playground/CartpoleBalance-v0"
 C_ANT = {"backend": "mujoco"}  # MuJoCo's C engine: MJX's first Ant compile costs ~60 s on 2 cores
 VEC = "make_vec(id, 4, 'vector_entry_point')"
 SB3_ = ("stable_baselines3",)
@@ -205,4 +214,17 @@ CASES = [
     C("Tianshou", "DummyVectorEnv([lambda: make(id)] * 10): reset, step, reset ended", CART,
       "tianshou_dummy_vector_env", needs=("tianshou",)),
     C("Minari", "DataCollector(make(id)): 3 episodes, create_dataset", CART, "minari_collect", needs=("minari",)),
+    # Another collection's envs, by id only, through gymjax (gymjax.envs.external).
+    C(SB3, "PPO('MlpPolicy', id, n_steps=512, batch_size=128, n_epochs=4).learn(2048)", GYMNAX_CART, "sb3_learn",
+      {"algo": "PPO", "steps": 2048, "n_steps": 512, "batch_size": 128, "n_epochs": 4}, needs=("gymnax",)),
+    C(SB3, "SAC('MlpPolicy', id, learning_starts=200, train_freq=16).learn(1000)", BRAX_PEND, "sb3_learn",
+      {"algo": "SAC", "steps": 1000, "learning_starts": 200, "train_freq": 16},
+      needs=("brax",), timeout_s=300),
+    C(GYM, f"wrappers.vector.NormalizeObservation({VEC})", GYMNAX_MINATAR, "gymnasium_vector_wrapper",
+      {"wrapper": "NormalizeObservation"}, needs=("gymnax",)),
+    C(TRL, "check_env_specs(GymEnv(id))", PLAYGROUND_CART, "torchrl_check_env_specs", needs=(*TRL_, "mujoco_playground"),
+      timeout_s=300),
+    C("CleanRL", "ppo.py --total-timesteps 2048", GYMNAX_CART, "cleanrl_script",
+      {"script": "ppo.py", "args": ("--total-timesteps", "2048")}, needs=(*CLEANRL_, "gymnax"), env_var="CLEANRL_DIR",
+      timeout_s=240),
 ]

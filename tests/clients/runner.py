@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from .cases import SCENARIOS, Case
+from .cases import SCENARIOS, Case, is_reference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Headless defaults for the case processes: EGL for MuJoCo's renderer, no display for pygame.
@@ -156,7 +156,7 @@ def markdown(rows: list[tuple[Case, Record]], command: str, setting: str) -> str
         (
             f"Written by `{command}` (tests/clients/): each case is unmodified client code in a fresh "
             "process with a timeout; plain `pytest` runs the cheap ones. A row whose env id is Gymnasium's "
-            "own (no `Jax` prefix) is the reference: the same client on the env it was written for."
+            "own (no `Jax` prefix and no collection) is the reference: the same client on the env it was written for."
         ),
         "",
         setting,
@@ -176,7 +176,7 @@ def markdown(rows: list[tuple[Case, Record]], command: str, setting: str) -> str
         f"{sum(record.status == status for _, record in rows)} {status}"
         for status in ("pass", "refused", "fail", "hangs", "skipped")
     )
-    references = [record for case, record in rows if not case.env_id.startswith("Jax")]
+    references = [record for case, record in rows if is_reference(case.env_id)]
     passed = sum(record.status == "pass" for record in references)
     return "\n".join([
         *lines,

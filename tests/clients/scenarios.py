@@ -111,7 +111,7 @@ def gymnasium_vector_wrapper(env_id: str, wrapper: str, args: tuple = (), autore
     from gymnasium.wrappers import vector
 
     mode = {"autoreset_mode": gymnasium.vector.AutoresetMode[autoreset_mode]} if autoreset_mode else {}
-    if env_id.startswith("Jax"):
+    if env_id.startswith("Jax") or "/" in env_id:  # gymjax's, or another collection's through gymjax
         envs = _make_vec(env_id, **mode)
     else:
         envs = gymnasium.make_vec(env_id, 4, vectorization_mode="sync", vector_kwargs=mode)
