@@ -204,6 +204,20 @@ def summary(record: dict) -> list[str]:
     return [f"{how}. Load (1 min) over the rounds {common.load_range(loads)}.", "", *table(results)]
 
 
+def added_cost(results: dict) -> list[str]:
+    """Per env at each N: the milliseconds per batch step each gymjax stack adds to the source's."""
+    lines = []
+    for env_id, blocks in results["cases"].items():
+        for n, block in blocks.items():
+            s = block["stacks"]
+            if STACKS[0] not in s:
+                continue
+            ms = {name: 1e3 * int(n) / s[name]["median"] for name in STACKS if name in s}
+            extra = ", ".join(f"{name} {ms[name] - ms[STACKS[0]]:+.3f} ms" for name in STACKS[1:] if name in ms)
+            lines.append(f"- {env_id}, N={n}: the source takes {ms[STACKS[0]]:.3f} ms per batch step; {extra}.")
+    return lines
+
+
 def markdown(record: dict) -> list[str]:
     failed = [
         f"- {env_id} N={n}, {name}: `{why}`"
@@ -221,6 +235,16 @@ def markdown(record: dict) -> list[str]:
             "observation), on the device: what the trainer steps. gymjax VectorEnv: `gymnasium.make_vec(id, N)`, "
             "NumPy in and out: what a client steps."
         ),
+        "",
+        "## What gymjax adds per batch step",
+        "",
+        (
+            "The same medians as time per call (N / steps/s). A fixed cost per call (the auto-reset's bookkeeping "
+            "and, for the VectorEnv, the transfer to NumPy and the Python step) is a large share of a step only "
+            "where the source's own step is a fraction of a millisecond for the whole batch."
+        ),
+        "",
+        *added_cost(record["results"]),
         *common.listed("Failed", failed),
     ]
 
