@@ -20,6 +20,7 @@ COMMANDS = {
     "training": "benchmarks.training",
     "distributed": "benchmarks.distributed",
     "external": "benchmarks.external",
+    "suite": "benchmarks.suite",
     "page": "benchmarks.page",
 }
 

@@ -311,9 +311,15 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
 
     config = PPOConfig.from_dict(arm.settings | {"seed": run["seed"]} | (
         {"num_timesteps": run["steps"]} if run["steps"] else {}))  # fmt: skip
-    train(config, gymjax.make(arm.env_id, **arm.env_kwargs), hooks=[Deadline()], progress_bar=True,
-          policy_params_fn=lambda steps, _, params: snaps.add(steps, jax.device_get(params)))  # fmt: skip
-    return config.to_dict()
+    # A wall-clock budget without a step count is gymjax's own time budget (``train(minutes=)``): the
+    # run's steps are chosen on this machine and its schedule laid over them, counted from the
+    # launch; the deadline hook stays as the harness's limit for every arm.
+    timed = {"minutes": run["budget_s"] / 60, "started_at": run["launched"]} if run["budget_s"] and not run["steps"] else {}
+    _, _, metrics = train(config, gymjax.make(arm.env_id, **arm.env_kwargs), hooks=[Deadline()], progress_bar=True,
+                          policy_params_fn=lambda steps, _, params: snaps.add(steps, jax.device_get(params)),
+                          **timed)  # fmt: skip
+    # A timed run's settings: the steps it chose, which replay it (``--steps``).
+    return config.to_dict() | ({"num_timesteps": int(metrics["env_steps"])} if timed else {})
 
 
 def train_sb3(arm: Arm, run: dict, snaps: Snapshots) -> dict:

@@ -266,3 +266,32 @@ def test_the_results_page_links_committed_files_and_follows_its_records(tmp_path
     record["summary"] = [*record["summary"], "| a rerun | 123,456,789 |"]  # a result rerun: the page changes
     (tmp_path / "distributed.json").write_text(json.dumps(record))
     assert "| a rerun | 123,456,789 |" in page.page(tmp_path) and "123,456,789" not in text
+
+
+def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(tmp_path):
+    from benchmarks import suite
+
+    def run(seed, finals):
+        curve = [{"wall_s": 60.0 * (i + 1), "env_steps": 1000 * (i + 1), "return": r, "return_std": 0.0}
+                 for i, r in enumerate(finals)]  # fmt: skip
+        return {"seed": seed, "curve": curve, "env_steps": 1000 * len(finals)}
+
+    def record(minutes, task, reference, runs):
+        arm = {"label": "gymjax", "kind": "gymjax", "runs": runs}
+        return {"command": ["x"], "settings": {"minutes": minutes},
+                "results": {"tasks": {task: {"reference_id": reference, "arms": {"gymjax": arm}}}}}  # fmt: skip
+
+    rows = suite.rows([
+        record(15, "half_cheetah", "HalfCheetah-v5", [run(0, [3000.0, 6000.0]), run(1, [2000.0, 5000.0]),
+                                                      run(2, [1000.0, 5900.0])]),
+        record(5, "reacher", "Reacher-v5", [run(0, [-9.0, -6.0])]),
+    ])  # fmt: skip
+    lines = suite.table({"rows": rows})
+    cheetah = next(line for line in lines if line.startswith("| HalfCheetah-v5"))
+    # median of the final returns 5,900 >= rl-zoo's PPO 5,819: met; rl-zoo's three published beside it
+    assert "| 15 min | 3 | 5,900.0 [5,000.0 to 6,000.0] |" in cheetah and "| 5,819 | yes |" in cheetah
+    assert "5,819 +- 664 (1M)" in cheetah and "9,656 +- 970 (1M)" in cheetah
+    reacher = next(line for line in lines if line.startswith("| Reacher-v5"))
+    assert "| -6.0 | -6.0 |" in reacher and "| -5 | no |" in reacher
+    with pytest.raises(SystemExit, match="--minutes"):
+        suite.rows([record(None, "reacher", "Reacher-v5", [run(0, [1.0])])])

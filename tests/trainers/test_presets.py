@@ -14,7 +14,7 @@ from gymjax.trainers.ppo import PPOConfig, presets, train
 
 def test_every_preset_is_a_valid_config_for_a_registered_env_with_a_reference():
     fields = {f.name for f in dataclasses.fields(PPOConfig)}
-    assert presets.names() == ["ant", "ant_hour", "inverted_pendulum", "cartpole", "pendulum"]
+    assert presets.names()[:5] == ["ant", "ant_hour", "inverted_pendulum", "cartpole", "pendulum"]
     first_for_env = {}
     for preset in presets.PRESETS:
         first_for_env.setdefault(preset.env_id, preset.name)
@@ -29,11 +29,18 @@ def test_every_preset_is_a_valid_config_for_a_registered_env_with_a_reference():
         assert envs.spec(preset.env_id).reference_id is not None
 
 
+@pytest.mark.parametrize("env_id", envs.registered_ids())
+def test_every_catalog_id_has_a_preset(env_id):
+    """A new id is in the catalog only with a preset (``gymjax train --env <id>`` starts from it)."""
+    preset = presets.get(env_id)
+    assert preset.env_id == env_id and preset.origin
+
+
 def test_preset_changes_override_and_bad_names_list_the_presets():
     config = PPOConfig.preset("ant", seed=3, num_timesteps=1000)
     assert (config.seed, config.num_timesteps, config.policy_hidden_sizes) == (3, 1000, (256, 256))
-    with pytest.raises(ValueError, match=r"no PPO preset 'JaxHopper-v0'; presets: ant \(JaxAnt-v0\), "):
-        PPOConfig.preset("JaxHopper-v0")
+    with pytest.raises(ValueError, match=r"no PPO preset 'JaxHoper-v0'; presets: ant \(JaxAnt-v0\), "):
+        PPOConfig.preset("JaxHoper-v0")
     with pytest.raises(ValueError, match="num_envs must be an int > 0"):
         PPOConfig.preset("ant", num_envs=0)
 
