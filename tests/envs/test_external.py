@@ -11,6 +11,8 @@ Playground's locomotion and manipulation tasks load robot models from mujoco_men
 Playground clones from GitHub at first use; without it (no network) their case is skipped.
 """
 
+import importlib
+import importlib.util
 import pathlib
 import subprocess
 import sys
@@ -42,9 +44,17 @@ SEED = 7
 CMD_COLLECTION = {"gymnax": "gymnax", "brax": "brax.envs", "playground": "mujoco_playground"}
 
 
+def need(module):
+    """Skips where ``module`` is not installed; an installed one that fails to import fails the test
+    (gymnax imports ``six``, which it does not declare: a skip would have hidden that)."""
+    if importlib.util.find_spec(module.split(".")[0]) is None:
+        pytest.skip(f"{module} is not installed")
+    return importlib.import_module(module)
+
+
 def _skip_unavailable(env_id):
     collection = env_id.split("/")[0]
-    pytest.importorskip(CMD_COLLECTION[collection])
+    need(CMD_COLLECTION[collection])
     if env_id.startswith("playground/Go1"):
         from mujoco_playground._src import mjx_env
 
@@ -188,7 +198,7 @@ def test_gymnasium_and_sb3_checkers(env_id):
 
 
 def test_spaces_metrics_and_limits_are_the_sources():
-    pytest.importorskip("brax.envs")
+    need("brax.envs")
     brax_env = gymnasium.make("brax/inverted_pendulum-v0", backend="positional")
     assert brax_env.action_space == gymnasium.spaces.Box(-3.0, 3.0, (1,), np.float32)  # Brax's ctrl_range
     assert brax_env.unwrapped.session.base.max_episode_steps == 1000  # Brax's episode_length
@@ -203,7 +213,7 @@ def test_spaces_metrics_and_limits_are_the_sources():
 
 
 def test_seeded_resets_repeat_and_unseeded_ones_continue_the_stream():
-    pytest.importorskip("gymnax")
+    need("gymnax")
     env = gymnasium.make("gymnax/CartPole-v1")
     first, _ = env.reset(seed=3)
     again, _ = env.reset(seed=3)
@@ -216,20 +226,20 @@ def test_seeded_resets_repeat_and_unseeded_ones_continue_the_stream():
 
 
 def test_rendering_where_the_source_renders():
-    pytest.importorskip("brax.envs")
+    need("brax.envs")
     env = gymnasium.make("brax/inverted_pendulum-v0", backend="positional", render_mode="rgb_array",
                          width=64, height=48)
     env.reset(seed=0)
     frame = env.render()
     assert frame.shape == (48, 64, 3) and frame.dtype == np.uint8 and frame.std() > 0
-    pytest.importorskip("gymnax")
+    need("gymnax")
     # A TypeError too, as a constructor's unexpected argument: SB3 asks for frames and, on one, not.
     with pytest.raises(TypeError, match="render_mode must be None or one of"):
         gymnasium.make("gymnax/CartPole-v1", render_mode="rgb_array")
 
 
 def test_playground_dict_observations_through_the_adapters():
-    pytest.importorskip("mujoco_playground")
+    need("mujoco_playground")
     from mujoco_playground import dm_control_suite
 
     from gymjax.envs import from_playground
@@ -270,8 +280,8 @@ def test_playground_dict_observations_through_the_adapters():
 
 
 def test_constructors_refuse_bad_input_by_name():
-    pytest.importorskip("brax.envs")
-    pytest.importorskip("gymnax")
+    need("brax.envs")
+    need("gymnax")
     from brax.envs.wrappers.training import EpisodeWrapper
 
     with pytest.raises(ValueError, match="Brax has no env 'halfcheeta'.*halfcheetah"):
@@ -283,7 +293,7 @@ def test_constructors_refuse_bad_input_by_name():
         envs.from_gymnax("CartPole-v0")
     with pytest.raises(TypeError, match="from_gymnax takes"):
         envs.from_gymnax(42)
-    pytest.importorskip("mujoco_playground")
+    need("mujoco_playground")
     with pytest.raises(ValueError, match="impl='jax'"):  # MuJoCo Warp's data cannot be vmapped per env
         envs.from_playground("CartpoleBalance", config_overrides={"impl": "warp"})
 
@@ -304,11 +314,11 @@ def test_registering_imports_no_collection_and_a_missing_one_names_its_extra(tmp
 
 
 def test_each_list_of_names_is_the_installed_collections():
-    brax_envs = pytest.importorskip("brax.envs")
+    brax_envs = need("brax.envs")
     assert set(external.BRAX) == set(brax_envs._envs) - {"fast"}
-    gymnax = pytest.importorskip("gymnax")
+    gymnax = need("gymnax")
     assert list(external.GYMNAX) == list(gymnax.registered_envs)
-    playground = pytest.importorskip("mujoco_playground")
+    playground = need("mujoco_playground")
     assert list(external.PLAYGROUND) == list(playground.registry.ALL_ENVS)
     assert envs.registered_ids(collection="brax") == sorted(f"brax/{n}-v0" for n in external.BRAX)
     assert "gymnax/CartPole-v1" in envs.registered_ids(collection="gymnax")
@@ -318,7 +328,7 @@ def test_each_list_of_names_is_the_installed_collections():
 def test_randomization_without_an_eval_env_leaves_the_brax_env_concrete():
     """Brax's seed bug: its randomization wrapper writes the vmapped ``sys`` onto the env, so an
     eval env sharing it (none given) steps with a leaked tracer. Here the env is only read."""
-    pytest.importorskip("brax.envs")
+    need("brax.envs")
     from gymjax.trainers import ppo
 
     env = envs.from_brax("inverted_pendulum", backend="positional")
@@ -340,7 +350,7 @@ def test_randomization_without_an_eval_env_leaves_the_brax_env_concrete():
 
 
 def test_ppo_learns_gymnax_cartpole_as_it_learns_jax_cartpole():
-    pytest.importorskip("gymnax")
+    need("gymnax")
     from gymjax.trainers import ppo
 
     config = ppo.PPOConfig.preset("cartpole", num_timesteps=60_000, num_evals=2)
@@ -353,7 +363,7 @@ def test_ppo_learns_gymnax_cartpole_as_it_learns_jax_cartpole():
 
 def test_a_run_directory_trains_evaluates_and_resumes(tmp_path):
     """Checkpoints and the run directory's record rebuild the env from its id and options."""
-    pytest.importorskip("gymnax")
+    need("gymnax")
     from gymjax.cli import main
 
     run_dir = tmp_path / "run"
@@ -366,8 +376,8 @@ def test_a_run_directory_trains_evaluates_and_resumes(tmp_path):
 
 
 def test_torch_adapter_steps_a_collections_env():
-    pytest.importorskip("gymnax")
-    torch = pytest.importorskip("torch")
+    need("gymnax")
+    torch = need("torch")
     from gymjax.wrappers.torch import TorchVectorEnv
 
     env = TorchVectorEnv("gymnax/CartPole-v1", 4, max_episode_steps=5)
