@@ -44,6 +44,14 @@ TARGETS = {
 }
 
 
+# Records measured before the gymjax arm trained with gymjax's time budget: their runs trained a
+# preset's step budget, which ended inside the deadline.
+STEP_BUDGETED = {
+    "time_to_return": "preset ant (6M steps), which ended at 13.5 min, inside the 15 minutes",
+    "time_to_return_hour": "preset ant_hour (24M steps), inside the 60 minutes",
+}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", nargs="+", required=True, metavar="STEM",
                    help="training records (results/<stem>.json) of gymjax runs with --minutes")  # fmt: skip
@@ -122,6 +130,8 @@ def markdown(record: dict) -> list[str]:
         *summary(record),
         "",
         f"Records: {', '.join(f'[{s}]({s}.md)' for s in record['settings']['records'])} (settings, every curve).",
+        *[f"{stem}: trained {how}, before `--minutes` chose the steps." for stem, how in STEP_BUDGETED.items()
+          if stem in record["settings"]["records"]],
         *common.listed("Tasks with a target and no run here yet", [f"- {m}" for m in missing]),
     ]
 

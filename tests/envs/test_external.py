@@ -386,3 +386,17 @@ def test_torch_adapter_steps_a_collections_env():
     for _ in range(5):
         obs, _, terminated, truncated, _ = env.step(torch.zeros(4, dtype=torch.int64))
     assert bool((terminated | truncated).all())
+
+
+def test_playgrounds_action_repeat_is_applied_and_counts_in_the_time_limit():
+    """A Playground config's ``action_repeat`` (PandaRobotiqPushCube's 4): one agent step is that
+    many source steps, rewards summed, and its episode length (in source steps) a limit in agent steps."""
+    need("mujoco_playground")
+    env = envs.from_playground("CartpoleBalance", config_overrides={"action_repeat": 2})
+    assert env.max_episode_steps == 500 and env.dt == pytest.approx(2 * env.source.dt)
+    key, action = jax.random.PRNGKey(0), np.full((1,), 0.5, np.float32)
+    state = env.step(env.reset(key), action)
+    inner = env.source.step(env.source.step(env.source.reset(key), action), action)
+    np.testing.assert_allclose(state.obs, inner.obs, rtol=1e-6, atol=1e-6)
+    once = env.source.step(env.source.reset(key), action)
+    assert float(state.reward) == pytest.approx(float(once.reward) + float(inner.reward), rel=1e-6)

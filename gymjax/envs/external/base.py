@@ -87,7 +87,6 @@ class StatefulSource(Env):
         observation_space: gymnasium.spaces.Space,
         action_space: gymnasium.spaces.Space,
         action_repeat: int = 1,
-        renders: bool = True,
     ):
         self.source = source
         self.max_episode_steps = int(episode_length)
@@ -95,7 +94,7 @@ class StatefulSource(Env):
         self.action_space = action_space
         self.action_repeat = int(action_repeat)
         fps = max(1, round(1.0 / self.dt))
-        self.metadata = {"render_modes": ["rgb_array"] if renders else [], "render_fps": fps}
+        self.metadata = {"render_modes": ["rgb_array"], "render_fps": fps}  # both collections draw frames
 
     @property
     def default_params(self) -> Any:
@@ -143,8 +142,6 @@ class StatefulSource(Env):
         return float(self.source.dt) * self.action_repeat
 
     def render(self, state: State, *, width: int = 480, height: int = 480, camera: Any = None) -> np.ndarray:
-        if not self.metadata["render_modes"]:
-            raise NotImplementedError(f"{self!r} cannot render")
         return np.asarray(self._frames([jax.device_get(state.env_state)], width, height, camera)[0])
 
     def _frames(self, states: list, width: int, height: int, camera: Any) -> list:
