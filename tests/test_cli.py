@@ -115,7 +115,7 @@ def test_demo_takes_env_options_and_refuses_wrong_ones(tmp_path, capsys):
     (["crosscheck", "--gae-lambda", "1.5"], r"argument --gae-lambda: expected a number in \[0, 1\]"),
     (["eval"], r"gymjax eval: error: the following arguments are required: --run-dir"),
     (["bench"], r"invalid choice: 'bench'"),  # the harness is `python -m benchmarks`, beside the package
-    (["train", "--preset", "hopper", "--run-dir", "r"], r"argument --preset: no PPO preset 'hopper'; presets: ant "),
+    (["train", "--preset", "hoper", "--run-dir", "r"], r"argument --preset: no PPO preset 'hoper'; presets: ant "),
     (["train", "--preset", "ant", "--env", "JaxCartPole-v0", "--run-dir", "r"],
      r"^--preset ant is tuned for JaxAnt-v0, not --env JaxCartPole-v0; drop one of them"),
     (["eval", "--run-dir", "r", "--reference", "--stochastic"], r"^--reference plays the policy's mode"),
