@@ -37,14 +37,17 @@ CASES = (
 STACKS = ("source vmap(step)", "gymjax JAX stack", "gymjax VectorEnv")
 
 
+def _batches(space, n: int) -> list[np.ndarray]:
+    """16 batches of ``n`` random actions from ``space`` (Discrete or Box)."""
+    if hasattr(space, "n"):  # Discrete
+        return list(np.random.default_rng(0).integers(space.n, size=(16, n)))
+    return list(action_batches(space, n))
+
+
 def _device_actions(space, n: int) -> list:
     import jax
 
-    if hasattr(space, "n"):  # Discrete
-        batches = np.random.default_rng(0).integers(space.n, size=(16, n))
-    else:
-        batches = action_batches(space, n)
-    return [jax.device_put(b) for b in batches]
+    return [jax.device_put(b) for b in _batches(space, n)]
 
 
 def source_loop(env, n: int) -> common.Stepper:
@@ -107,11 +110,7 @@ def vector_env(env_id: str, n: int, options: dict) -> common.Stepper:
 
     vec = gymnasium.make_vec(env_id, num_envs=n, **options)
     vec.reset(seed=0)
-    space = vec.single_action_space
-    if hasattr(space, "n"):
-        batches = list(np.random.default_rng(0).integers(space.n, size=(16, n)))
-    else:
-        batches = list(action_batches(space, n))
+    batches = _batches(vec.single_action_space, n)
 
     def call() -> None:
         batches.append(batches.pop(0))
