@@ -4,7 +4,9 @@
         --minutes 15 --seeds 0 --stem suite_15min
     python -m benchmarks training --env inverted_double_pendulum reacher --arms gymjax --minutes 5 \\
         --seeds 0 --stem suite_5min
-    python -m benchmarks suite --records suite_5min suite_15min    # this table, from those records
+    python -m benchmarks training --env half_cheetah hopper walker2d --arms sb3 --minutes 15 \\
+        --seeds 0 --stem suite_sb3_15min
+    python -m benchmarks suite --records suite_5min suite_15min suite_sb3_15min   # this table, from those
 
 Each training record holds, per task, the curve of every seed: the return on Gymnasium's own
 ``*-v5`` env (10 deterministic episodes) of snapshots taken as the run goes, against wall time
@@ -12,7 +14,9 @@ from the process launch (compile included); a gymjax arm given ``--minutes`` and
 trains with gymjax's time budget (``train(minutes=)``). This command reads those records and sets
 each task's final return at its budget beside rl-baselines3-zoo's published results
 (:data:`PUBLISHED`: one run each, on MuJoCo ``-v3``, after the steps shown) and the targets the
-suite is held to (:data:`TARGETS`).
+suite is held to (:data:`TARGETS`). Records are read in the order given: a later one adds seeds to an
+earlier one's runs of the same settings, or replaces runs of other settings (a preset retuned), and
+the report lists what it replaced.
 """
 
 from __future__ import annotations
@@ -58,29 +62,74 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
 
 
-def rows(records: list[dict]) -> list[dict]:
-    """One row per (task, budget): the gymjax arm's runs at that budget."""
-    out = []
-    for record in records:
+# What identifies a run's settings across records: all but the seed and the steps a time budget chose.
+_PER_RUN = ("seed", "num_timesteps", "n_timesteps")
+
+
+def _signature(settings: dict | None) -> dict:
+    return {k: v for k, v in (settings or {}).items() if k not in _PER_RUN}
+
+
+def rows(records: dict[str, dict]) -> dict:
+    """The suite from training records (stem -> record), in the order given: one row per (task, budget)
+    with the gymjax arm's runs and the sb3 arm's (SB3 PPO with rl-zoo's settings, the same budget here).
+
+    Runs of the same task, budget and arm with the same settings pool their seeds, so a record may add
+    seeds to an earlier one; a later record with other settings replaces the earlier runs, which are
+    kept in ``superseded`` with what changed and what they reached."""
+    table: dict[tuple, dict] = {}
+    superseded = []
+    for stem, record in records.items():
         minutes = record["settings"].get("minutes")
         if not minutes:
             raise SystemExit(f"{record['command']}: not a run with --minutes; the suite is by wall-clock budget")
         for task, entry in record["results"]["tasks"].items():
+            reference = entry["reference_id"]
+            row = table.setdefault((reference, minutes), {
+                "task": task, "reference_id": reference, "minutes": minutes,
+                "target": TARGETS.get(int(minutes), {}).get(reference), "gymjax": None, "sb3": None,
+            })  # fmt: skip
             for arm in entry["arms"].values():
                 runs = [r for r in arm["runs"] if r.get("curve")]
-                if arm["kind"] != "gymjax" or not runs:
+                if arm["kind"] not in ("gymjax", "sb3") or not runs:
                     continue
-                reference = entry["reference_id"]
-                out.append({
-                    "task": task, "reference_id": reference, "minutes": minutes, "label": arm["label"],
-                    "seeds": [r["seed"] for r in runs],
-                    "final": [r["curve"][-1]["return"] for r in runs],
-                    "best": [max(c["return"] for c in r["curve"]) for r in runs],
-                    "env_steps": [r["env_steps"] for r in runs],
-                    "curves": [r["curve"] for r in runs],
-                    "target": TARGETS.get(int(minutes), {}).get(reference),
-                })  # fmt: skip
-    return out
+                new = {"label": arm["label"], "settings": _signature(arm.get("settings")), "records": [stem],
+                       "runs": {r["seed"]: r for r in runs}}  # fmt: skip
+                old = row[arm["kind"]]
+                same = old is not None and old["settings"] == new["settings"]
+                # replaced: all of the old runs where the settings changed, a seed run again where not
+                replaced = {} if old is None else {s: r for s, r in old["runs"].items() if not same or s in new["runs"]}
+                if replaced:
+                    changed = {k: [old["settings"].get(k), new["settings"].get(k)]
+                               for k in old["settings"].keys() | new["settings"].keys()
+                               if old["settings"].get(k) != new["settings"].get(k)}  # fmt: skip
+                    superseded.append({"reference_id": reference, "minutes": minutes, "kind": arm["kind"],
+                                       "records": list(old["records"]), "by": stem, "changed": changed,
+                                       **_figures(replaced)})  # fmt: skip
+                if same:  # more seeds of the same settings
+                    old["runs"] |= new["runs"]
+                    old["records"].append(stem)
+                else:
+                    row[arm["kind"]] = new
+    out = []
+    for row in table.values():
+        for kind in ("gymjax", "sb3"):
+            if row[kind] is not None:
+                row[kind] = {"label": row[kind]["label"], "records": row[kind]["records"], **_figures(row[kind]["runs"])}
+        if row["gymjax"] is not None or row["sb3"] is not None:
+            out.append(row)
+    return {"rows": out, "superseded": superseded}
+
+
+def _figures(runs: dict[int, dict]) -> dict:
+    runs = [runs[s] for s in sorted(runs)]
+    return {
+        "seeds": [r["seed"] for r in runs],
+        "final": [r["curve"][-1]["return"] for r in runs],
+        "best": [max(c["return"] for c in r["curve"]) for r in runs],
+        "env_steps": [r["env_steps"] for r in runs],
+        "curves": [r["curve"] for r in runs],
+    }
 
 
 def _published(reference: str, algo: str) -> str:
@@ -88,24 +137,44 @@ def _published(reference: str, algo: str) -> str:
     return "-" if entry is None else f"{entry[0]:,.0f} +- {entry[1]:,.0f} ({entry[2] / 1e6:g}M)"
 
 
+def _thousands(steps: list[int]) -> str:
+    return show([s / 1e3 for s in steps], ",.0f") + "k steps"
+
+
 def table(results: dict) -> list[str]:
     lines = [
         (
             "| task | budget | seeds | gymjax PPO, final return | best snapshot | env steps | target | met "
-            "| rl-zoo PPO | rl-zoo SAC | rl-zoo TD3 |"
+            "| SB3 PPO here, same budget | rl-zoo PPO | rl-zoo SAC | rl-zoo TD3 |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results["rows"]:
-        median = common.figure(r["final"])["median"]
-        met = "-" if r["target"] is None else ("yes" if median >= r["target"] else "no")
+        g, sb3 = r["gymjax"] or {"seeds": [], "final": [], "best": [], "env_steps": []}, r["sb3"]
+        median = common.figure(g["final"])["median"]
+        met = "-" if r["target"] is None or median is None else ("yes" if median >= r["target"] else "no")
         target = "-" if r["target"] is None else f"{r['target']:,.0f}"
+        here = "-" if sb3 is None else f"{show(sb3['final'], ',.1f')} ({_thousands(sb3['env_steps'])})"
         lines.append(
-            f"| {r['reference_id']} | {r['minutes']:g} min | {len(r['seeds'])} | {show(r['final'], ',.1f')} "
-            f"| {show(r['best'], ',.1f')} | {show(r['env_steps'])} | {target} | {met} | "
+            f"| {r['reference_id']} | {r['minutes']:g} min | {len(g['seeds'])} | {show(g['final'], ',.1f')} "
+            f"| {show(g['best'], ',.1f')} | {show(g['env_steps'])} | {target} | {met} | {here} | "
             + " | ".join(_published(r["reference_id"], a) for a in ("PPO", "SAC", "TD3")) + " |"
         )
     return lines
+
+
+def superseded(results: dict) -> list[str]:
+    """A line for each set of runs a later record replaced: what changed, and what they had reached."""
+
+    def change(key, values):
+        return f"{key} {values[0]} -> {values[1]}"
+
+    return [
+        f"- {s['reference_id']}, {s['minutes']:g} min, {s['kind']}, {len(s['seeds'])} seed(s) in "
+        f"{', '.join(s['records'])}: final {show(s['final'], ',.1f')}, best {show(s['best'], ',.1f')}; "
+        f"replaced by {s['by']} ({'; '.join(change(k, v) for k, v in sorted(s['changed'].items())) or 'the same settings, run again'})"
+        for s in results.get("superseded", [])
+    ]
 
 
 def summary(record: dict) -> list[str]:
@@ -113,8 +182,10 @@ def summary(record: dict) -> list[str]:
         (
             "Return on Gymnasium's own `*-v5` env, 10 deterministic episodes, of the last snapshot of a run "
             "trained with gymjax's time budget (`--minutes`: compile, evaluations and checkpoints inside it), "
-            "median [min to max] over seeds; the best snapshot beside it. rl-zoo's are its published single runs "
-            "(MuJoCo `-v3`, mean +- std, after the steps shown)."
+            "median [min to max] over seeds; the best snapshot beside it. SB3 PPO here: Stable-Baselines3's PPO "
+            "with rl-zoo's settings for the task, on the same env, machine and wall-clock budget (its schedule "
+            "is laid over rl-zoo's step count, so a budget ends it mid-schedule). rl-zoo's are its published "
+            "single runs (MuJoCo `-v3`, mean +- std, after the steps shown)."
         ),
         "",
         *table(record["results"]),
@@ -124,7 +195,7 @@ def summary(record: dict) -> list[str]:
 def markdown(record: dict) -> list[str]:
     missing = sorted(
         {ref for targets in TARGETS.values() for ref in targets}
-        - {r["reference_id"] for r in record["results"]["rows"]}
+        - {r["reference_id"] for r in record["results"]["rows"] if r["gymjax"] is not None}
     )
     return [
         *summary(record),
@@ -132,6 +203,7 @@ def markdown(record: dict) -> list[str]:
         f"Records: {', '.join(f'[{s}]({s}.md)' for s in record['settings']['records'])} (settings, every curve).",
         *[f"{stem}: trained {how}, before `--minutes` chose the steps." for stem, how in STEP_BUDGETED.items()
           if stem in record["settings"]["records"]],
+        *common.listed("Runs replaced by a later record", superseded(record["results"])),
         *common.listed("Tasks with a target and no run here yet", [f"- {m}" for m in missing]),
     ]
 
@@ -146,9 +218,10 @@ def plot(record: dict, path: pathlib.Path) -> None:
     fig, axes = plt.subplots(grid_rows, cols, figsize=(4.6 * cols, 3.4 * grid_rows), squeeze=False)
     for ax, (reference, entries) in zip(axes.flat, by_task.items()):
         for i, r in enumerate(entries):
-            for j, curve in enumerate(r["curves"]):
-                ax.plot([c["wall_s"] / 60 for c in curve], [c["return"] for c in curve], color=f"C{i}",
-                        marker=".", ms=3, lw=1, label=f"{r['minutes']:g} min budget" if j == 0 else None)  # fmt: skip
+            for kind, color, name in (("gymjax", f"C{i}", "gymjax"), ("sb3", "dimgray", "SB3 here")):
+                for j, curve in enumerate((r[kind] or {}).get("curves", [])):
+                    ax.plot([c["wall_s"] / 60 for c in curve], [c["return"] for c in curve], color=color, marker=".",
+                            ms=3, lw=1, label=f"{name}, {r['minutes']:g} min budget" if j == 0 else None)  # fmt: skip
             if r["target"] is not None:
                 ax.axhline(r["target"], color=f"C{i}", lw=0.8, ls="--")
         for algo, style in (("PPO", ":"), ("TD3", "-.")):
@@ -161,7 +234,8 @@ def plot(record: dict, path: pathlib.Path) -> None:
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(by_task):]:
         ax.axis("off")
-    fig.suptitle("gymjax PPO within a wall-clock budget on a 2-core CPU (dashed: the budget's target)", fontsize=10)
+    fig.suptitle("PPO within a wall-clock budget on a 2-core CPU, a line per seed (dashed: the budget's target)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -169,15 +243,15 @@ def plot(record: dict, path: pathlib.Path) -> None:
 
 def main(args: argparse.Namespace, argv: list[str]) -> int:
     out = args.out or common.RESULTS
-    records = []
+    records = {}
     for stem in args.records:
         path = common.RESULTS / f"{stem}.json"
         if not path.is_file():
             raise SystemExit(f"no record {path}: run `python -m benchmarks training ... --stem {stem}` first")
-        records.append(json.loads(path.read_text()))
+        records[stem] = json.loads(path.read_text())
     record = common.new_record("suite", argv, "MuJoCo suite: gymjax PPO in a wall-clock budget against rl-zoo",
                                {"records": args.records})  # fmt: skip
-    results = {"rows": rows(records)}
+    results = rows(records)
     common.finish(record, results, summary(record | {"results": results}))
     paths = common.write(record, markdown(record), plot, "suite", out)
     print("wrote " + ", ".join(map(str, paths)))

@@ -276,22 +276,33 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
                  for i, r in enumerate(finals)]  # fmt: skip
         return {"seed": seed, "curve": curve, "env_steps": 1000 * len(finals)}
 
-    def record(minutes, task, reference, runs):
-        arm = {"label": "gymjax", "kind": "gymjax", "runs": runs}
+    def record(minutes, task, reference, runs, kind="gymjax", settings=None):
+        arm = {"label": kind, "kind": kind, "runs": runs, "settings": (settings or {}) | {"seed": 0}}
         return {"command": ["x"], "settings": {"minutes": minutes},
-                "results": {"tasks": {task: {"reference_id": reference, "arms": {"gymjax": arm}}}}}  # fmt: skip
+                "results": {"tasks": {task: {"reference_id": reference, "arms": {kind: arm}}}}}  # fmt: skip
 
-    rows = suite.rows([
-        record(15, "half_cheetah", "HalfCheetah-v5", [run(0, [3000.0, 6000.0]), run(1, [2000.0, 5000.0]),
-                                                      run(2, [1000.0, 5900.0])]),
-        record(5, "reacher", "Reacher-v5", [run(0, [-9.0, -6.0])]),
-    ])  # fmt: skip
-    lines = suite.table({"rows": rows})
+    results = suite.rows({
+        "a": record(15, "half_cheetah", "HalfCheetah-v5", [run(0, [3000.0, 6000.0])]),
+        "b": record(5, "reacher", "Reacher-v5", [run(0, [-9.0, -6.0])]),
+        # more seeds of the same settings pool with seed 0 ...
+        "c": record(15, "half_cheetah", "HalfCheetah-v5", [run(1, [2000.0, 5000.0]), run(2, [1000.0, 5900.0])]),
+        # ... SB3's runs fill their own column ...
+        "d": record(15, "half_cheetah", "HalfCheetah-v5", [run(0, [900.0, 1500.0])], kind="sb3"),
+        # ... and other settings replace the earlier runs, which the report keeps, as a seed run again
+        "e": record(5, "reacher", "Reacher-v5", [run(0, [-8.0, -4.5])], settings={"gamma": 0.9}),
+        "f": record(5, "reacher", "Reacher-v5", [run(0, [-8.0, -4.0])], settings={"gamma": 0.9}),
+    })  # fmt: skip
+    lines = suite.table(results)
     cheetah = next(line for line in lines if line.startswith("| HalfCheetah-v5"))
     # median of the final returns 5,900 >= rl-zoo's PPO 5,819: met; rl-zoo's three published beside it
     assert "| 15 min | 3 | 5,900.0 [5,000.0 to 6,000.0] |" in cheetah and "| 5,819 | yes |" in cheetah
+    assert "| 1,500.0 (2k steps) |" in cheetah
     assert "5,819 +- 664 (1M)" in cheetah and "9,656 +- 970 (1M)" in cheetah
     reacher = next(line for line in lines if line.startswith("| Reacher-v5"))
-    assert "| -6.0 | -6.0 |" in reacher and "| -5 | no |" in reacher
+    assert "| -4.0 | -4.0 |" in reacher and "| -5 | yes |" in reacher
+    assert [line.startswith("| Reacher-v5") for line in lines].count(True) == 1
+    other, again = suite.superseded(results)
+    assert "Reacher-v5, 5 min, gymjax, 1 seed(s) in b: final -6.0" in other and "(gamma None -> 0.9)" in other
+    assert "1 seed(s) in e: final -4.5" in again and "replaced by f (the same settings, run again)" in again
     with pytest.raises(SystemExit, match="--minutes"):
-        suite.rows([record(None, "reacher", "Reacher-v5", [run(0, [1.0])])])
+        suite.rows({"a": record(None, "reacher", "Reacher-v5", [run(0, [1.0])])})
