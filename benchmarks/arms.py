@@ -91,15 +91,18 @@ def task_of(name: str) -> tuple[str, str | None]:
     return name, presets.get(name).name if name in {p.env_id for p in presets.PRESETS} else None
 
 
-def arms_for(task: str, env_kwargs: dict[str, Any] | None = None) -> dict[str, Arm]:
-    """Every arm for ``task`` (an env id or a preset name), by name."""
+def arms_for(task: str, env_kwargs: dict[str, Any] | None = None, changes: dict[str, Any] | None = None) -> dict[str, Arm]:
+    """Every arm for ``task`` (an env id or a preset name), by name; ``changes`` (PPOConfig fields) are
+    laid over the preset of the arms that train with it (a trial of other settings)."""
     from gymjax.trainers.ppo import PPOConfig
     from gymjax.trainers.reference import reference_id
 
     env_id, preset = task_of(task)
     kw = dict(env_kwargs or {})
-    config = PPOConfig.preset(preset) if preset else PPOConfig()
-    ours = f"preset {preset}" if preset else "PPOConfig defaults"
+    config = (PPOConfig.preset(preset) if preset else PPOConfig()).replace(**(changes or {}))
+    ours = (f"preset {preset}" if preset else "PPOConfig defaults") + "".join(
+        f", {k}={v}" for k, v in (changes or {}).items()
+    )
     # The arms with rl-zoo's settings need rl_zoo3 (extra 'bench'); without it they are reported skipped.
     zoo_missing = (
         None if _zoo_file() else "rl_zoo3 is not installed (extra 'bench'): its settings are read from it"

@@ -32,6 +32,7 @@ older JAX; without one it is reported skipped. That venv, from the repository ro
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
 import os
@@ -87,6 +88,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--engine", help="the JAX env's engine option (e.g. mujoco, mjx), for the arms that build it"
     )
+    p.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                   help="PPOConfig fields laid over the preset of the gymjax arms, to try other settings "
+                        "(e.g. update_epochs=5 learning_rate=1e-3)")  # fmt: skip
     p.add_argument("--brax-python", default=os.environ.get("GYMJAX_BRAX_PYTHON"),
                    help="interpreter of a venv with Brax 0.14.2 and jax<0.10 (default: $GYMJAX_BRAX_PYTHON)")  # fmt: skip
     p.add_argument(
@@ -113,11 +117,20 @@ def check(args: argparse.Namespace) -> dict[str, dict[str, arms_table.Arm]]:
     if args.brax_python and not pathlib.Path(args.brax_python).is_file():
         raise SystemExit(f"training: --brax-python {args.brax_python} is not a file")
     kwargs = {"engine": args.engine} if args.engine else {}
+    changes = {}
+    for item in args.set:
+        field, sep, text = item.partition("=")
+        if not sep or not field:
+            raise SystemExit(f"training: --set takes FIELD=VALUE (a PPOConfig field), got {item!r}")
+        try:
+            changes[field] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            changes[field] = text  # a string field: lr_schedule=linear
     tasks = {}
     for task in args.env:
         try:
-            tasks[task] = arms_table.arms_for(task, kwargs)
-        except ValueError as err:
+            tasks[task] = arms_table.arms_for(task, kwargs, changes)
+        except (ValueError, TypeError) as err:
             raise SystemExit(f"training: {err}") from None
         unknown = [a for a in args.arms if a not in tasks[task]]
         if unknown:

@@ -111,12 +111,24 @@ def test_sb3_arms_take_rl_zoo_settings_as_rl_zoo_reads_them():
         (["--env", "cartpole", "--steps", "0"], "--steps must be > 0"),
         (["--env", "cartpole", "--brax-python", "/nonexistent/python"], "is not a file"),
         ([], "--env TASK... is required"),
+        (["--env", "cartpole", "--set", "no_such_field=1"], "unexpected keyword argument 'no_such_field'"),
+        (["--env", "cartpole", "--set", "update_epochs=0"], "update_epochs must be an int > 0"),
+        (["--env", "cartpole", "--set", "update_epochs"], "--set takes FIELD=VALUE"),
     ],
 )
 def test_bad_flags_are_refused_before_any_work(argv, message, tmp_path):
     with pytest.raises(SystemExit, match=message.replace("[", r"\[").replace("]", r"\]")):
         training.main(parse([*argv, "--out", str(tmp_path)]), argv)
     assert not any(tmp_path.iterdir())
+
+
+def test_set_lays_other_settings_over_the_preset_of_the_arms_that_train_with_it():
+    table = training.check(parse(["--env", "ant", "--set", "update_epochs=5", "lr_schedule=constant"]))["ant"]
+    gymjax, preset = table["gymjax"], arms.arms_for("ant")["gymjax"].settings
+    assert preset["update_epochs"] == 10 and preset["lr_schedule"] == "linear"
+    assert gymjax.settings == preset | {"update_epochs": 5, "lr_schedule": "constant"}  # the rest is the preset's
+    assert "preset ant, update_epochs=5, lr_schedule=constant" in gymjax.label  # the report says it is a trial
+    assert table["sb3"].settings == arms.arms_for("ant")["sb3"].settings  # rl-zoo's are rl-zoo's
 
 
 def test_the_brax_arm_is_skipped_with_its_reason_without_an_interpreter():
