@@ -141,8 +141,11 @@ PRESETS: tuple[Preset, ...] = (
     # 50-step episodes: rl-zoo's gamma 0.9; the budget is the 5 minutes.
     _mujoco("reacher", "JaxReacher-v0", 4_000_000, "gamma 0.9 as rl-zoo's Reacher, 5 minutes", gamma=0.9),
     _mujoco("pusher", "JaxPusher-v0", 12_000_000, "gamma 0.99 for its 100-step episodes"),
+    # Its whole reward is staying up: at 0.99 a fall 500 steps ahead hardly counts, and one of 10
+    # Gymnasium episodes fell late in a 5-minute run (9,360 until 4 minutes, 8,457 at 5). At Ant's
+    # 0.999 all 10 stayed up from the first minute to the end (benchmarks/results/suite.md).
     _mujoco("inverted_double_pendulum", "JaxInvertedDoublePendulum-v0", 4_000_000,
-            "gamma 0.99, 5 minutes (the issue's budget for 9,000)"),
+            "gamma 0.999 as Ant's, against late falls; 5 minutes (the issue's budget for 9,000)", gamma=0.999),
     Preset(
         "acrobot",
         "JaxAcrobot-v0",
