@@ -150,7 +150,7 @@ def table(results: dict) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results["rows"]:
-        g, sb3 = r["gymjax"] or {"seeds": [], "final": [], "best": [], "env_steps": []}, r["sb3"]
+        g, sb3 = r["gymjax"] or _figures({}), r["sb3"]  # a row of SB3 alone: no gymjax figures
         median = common.figure(g["final"])["median"]
         met = "-" if r["target"] is None or median is None else ("yes" if median >= r["target"] else "no")
         target = "-" if r["target"] is None else f"{r['target']:,.0f}"
