@@ -13,6 +13,7 @@ import json
 import math
 import os
 import pathlib
+import uuid
 import warnings
 from typing import Any
 
@@ -113,7 +114,9 @@ class TensorBoardLogger(Hook):
                 "TensorBoardLogger needs tensorboardX: pip install tensorboardX "
                 "(or, in a gymjax checkout, pip install -e '.[tensorboard]')"
             ) from e
-        self.writer = SummaryWriter(str(logdir))
+        # tensorboardX names its file by the second and the host and opens it with "wb": a resume in the
+        # same second as the run it extends would truncate that run's events. A random suffix keeps both.
+        self.writer = SummaryWriter(str(logdir), filename_suffix=f".{uuid.uuid4().hex[:8]}")
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         for key, value in metrics.items():

@@ -19,7 +19,7 @@ from ppo_configs import TINY
 from gymjax.cli import main
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
-from gymjax.trainers.loggers import CSVLogger, JSONLLogger, read_rows
+from gymjax.trainers.loggers import CSVLogger, JSONLLogger, TensorBoardLogger, read_rows
 from gymjax.trainers.ppo import PPOConfig, load_policy, train
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -340,6 +340,24 @@ def test_bad_command_line_values_get_one_line(tmp_path, capsys):
     assert error.value.code == 2 and "expected a positive integer, got '0'" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="expected a .mp4 path"):
         main(["render", "--run-dir", str(tmp_path), "--out", "x.txt"])
+
+
+def test_a_resume_in_the_same_second_keeps_the_earlier_tensorboard_events(tmp_path, monkeypatch):
+    """tensorboardX names event files by the second; a resume that fast must not truncate the first file."""
+    from tensorboardX import event_file_writer
+
+    from gymjax.trainers.hooks import Progress
+
+    monkeypatch.setattr(event_file_writer.time, "time", lambda: 1795522496.0)
+    first = TensorBoardLogger(tmp_path)
+    first.after_epoch(Progress(1, 128, 2), {"a": 1.0})
+    first.close()
+    (written,) = tmp_path.iterdir()
+    kept = written.read_bytes()
+    second = TensorBoardLogger(tmp_path)
+    second.after_epoch(Progress(2, 256, 2), {"a": 2.0})
+    second.close()
+    assert len(list(tmp_path.iterdir())) == 2 and written.read_bytes() == kept
 
 
 def test_csv_logger_resume_keeps_columns(tmp_path):
