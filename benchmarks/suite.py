@@ -66,6 +66,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 _PER_RUN = ("seed", "num_timesteps", "n_timesteps")
 
 
+def _records(pooled: dict, seeds) -> list[str]:
+    """The records, in the order read, that the runs of ``seeds`` in ``pooled`` came from."""
+    return list(dict.fromkeys(stem for seed, stem in pooled["record_of"].items() if seed in seeds))
+
+
 def _signature(settings: dict | None) -> dict:
     return {k: v for k, v in (settings or {}).items() if k not in _PER_RUN}
 
@@ -93,8 +98,8 @@ def rows(records: dict[str, dict]) -> dict:
                 runs = [r for r in arm["runs"] if r.get("curve")]
                 if arm["kind"] not in ("gymjax", "sb3") or not runs:
                     continue
-                new = {"label": arm["label"], "settings": _signature(arm.get("settings")), "records": [stem],
-                       "runs": {r["seed"]: r for r in runs}}  # fmt: skip
+                new = {"label": arm["label"], "settings": _signature(arm.get("settings")),
+                       "runs": {r["seed"]: r for r in runs}, "record_of": {r["seed"]: stem for r in runs}}  # fmt: skip
                 old = row[arm["kind"]]
                 same = old is not None and old["settings"] == new["settings"]
                 # replaced: all of the old runs where the settings changed, a seed run again where not
@@ -104,18 +109,19 @@ def rows(records: dict[str, dict]) -> dict:
                                for k in old["settings"].keys() | new["settings"].keys()
                                if old["settings"].get(k) != new["settings"].get(k)}  # fmt: skip
                     superseded.append({"reference_id": reference, "minutes": minutes, "kind": arm["kind"],
-                                       "records": list(old["records"]), "by": stem, "changed": changed,
+                                       "records": _records(old, replaced), "by": stem, "changed": changed,
                                        **_figures(replaced)})  # fmt: skip
                 if same:  # more seeds of the same settings
                     old["runs"] |= new["runs"]
-                    old["records"].append(stem)
+                    old["record_of"] |= new["record_of"]
                 else:
                     row[arm["kind"]] = new
     out = []
     for row in table.values():
         for kind in ("gymjax", "sb3"):
             if row[kind] is not None:
-                row[kind] = {"label": row[kind]["label"], "records": row[kind]["records"], **_figures(row[kind]["runs"])}
+                row[kind] = {"label": row[kind]["label"], "records": _records(row[kind], row[kind]["runs"]),
+                             **_figures(row[kind]["runs"])}  # fmt: skip
         if row["gymjax"] is not None or row["sb3"] is not None:
             out.append(row)
     return {"rows": out, "superseded": superseded}

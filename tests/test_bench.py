@@ -291,6 +291,9 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
         # ... and other settings replace the earlier runs, which the report keeps, as a seed run again
         "e": record(5, "reacher", "Reacher-v5", [run(0, [-8.0, -4.5])], settings={"gamma": 0.9}),
         "f": record(5, "reacher", "Reacher-v5", [run(0, [-8.0, -4.0])], settings={"gamma": 0.9}),
+        "g": record(5, "reacher", "Reacher-v5", [run(1, [-8.0, -5.0])], settings={"gamma": 0.9}),
+        # ... listing the records its runs came from, not e, whose run f had replaced
+        "h": record(5, "reacher", "Reacher-v5", [run(0, [-7.0, -3.0])], settings={"gamma": 0.95}),
     })  # fmt: skip
     lines = suite.table(results)
     cheetah = next(line for line in lines if line.startswith("| HalfCheetah-v5"))
@@ -299,10 +302,11 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
     assert "| 1,500.0 (2k steps) |" in cheetah
     assert "5,819 +- 664 (1M)" in cheetah and "9,656 +- 970 (1M)" in cheetah
     reacher = next(line for line in lines if line.startswith("| Reacher-v5"))
-    assert "| -4.0 | -4.0 |" in reacher and "| -5 | yes |" in reacher
+    assert "| 1 | -3.0 | -3.0 |" in reacher and "| -5 | yes |" in reacher
     assert [line.startswith("| Reacher-v5") for line in lines].count(True) == 1
-    other, again = suite.superseded(results)
+    other, again, retuned = suite.superseded(results)
     assert "Reacher-v5, 5 min, gymjax, 1 seed(s) in b: final -6.0" in other and "(gamma None -> 0.9)" in other
     assert "1 seed(s) in e: final -4.5" in again and "replaced by f (the same settings, run again)" in again
+    assert "2 seed(s) in f, g: final -4.5 [-5.0 to -4.0]" in retuned and "by h (gamma 0.9 -> 0.95)" in retuned
     with pytest.raises(SystemExit, match="--minutes"):
         suite.rows({"a": record(None, "reacher", "Reacher-v5", [run(0, [1.0])])})
