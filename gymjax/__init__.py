@@ -9,24 +9,13 @@ import os
 import sys
 
 
-def _one_line_on_interrupt_at_start() -> None:
-    """When gymjax is the program (``python -m gymjax``, the ``gymjax`` script), this package loads
-    before any of the command line's code can catch a Ctrl-C; one pressed now (the first quarter
-    second) ends the process as an interrupt still does, with one line instead of a traceback."""
-    if sys.argv[:1] != ["-m"] and os.path.basename(sys.argv[0]) != "gymjax":
-        return  # imported by a program of the user's: its hooks are its own
-    previous = sys.excepthook
+if sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0]) == "gymjax":
+    # gymjax is the program (python -m gymjax, the gymjax script): its Ctrl-C guard starts before
+    # the imports below, in which a KeyboardInterrupt can be swallowed (raised in importlib's own
+    # weakref callback, Python prints "Exception ignored" and goes on) and the run goes on.
+    from gymjax.cli import guard_the_start
 
-    def hook(kind, value, traceback):
-        if issubclass(kind, KeyboardInterrupt):
-            print("gymjax: interrupted", file=sys.stderr)
-        else:
-            previous(kind, value, traceback)
-
-    sys.excepthook = hook
-
-
-_one_line_on_interrupt_at_start()
+    guard_the_start()
 
 import gymnasium
 

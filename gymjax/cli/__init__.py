@@ -15,10 +15,14 @@ import threading
 # A Ctrl-C whose KeyboardInterrupt was swallowed (raised inside a garbage-collector callback,
 # such as JAX's, Python prints "Exception ignored" and goes on) ends the process after this long.
 SWALLOWED_INTERRUPT_GRACE_S = 2.0
+_started: _InterruptGuard | None = None  # the guard guard_the_start began, for main to take over
 
 
 def main(argv: list[str] | None = None) -> int:
-    guard = _InterruptGuard() if threading.current_thread() is threading.main_thread() else None
+    global _started
+    guard, _started = _started, None
+    if guard is None and threading.current_thread() is threading.main_thread():
+        guard = _InterruptGuard()
     try:
         from gymjax.cli import commands
 
@@ -31,6 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if guard:
             guard.close()
+
+
+def guard_the_start() -> None:
+    """Starts :func:`main`'s Ctrl-C guard now, while ``gymjax`` itself imports, when gymjax is the
+    program: a Ctrl-C from the process's first instant on is noted, and ends the command with 130."""
+    global _started
+    if _started is None and threading.current_thread() is threading.main_thread():
+        _started = _InterruptGuard()
 
 
 class _InterruptGuard:

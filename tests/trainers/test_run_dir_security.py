@@ -273,6 +273,20 @@ def test_eval_output_onto_a_full_disk_is_an_error(trained):
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("could not write the output")
 
 
+def test_a_ctrl_c_while_gymjax_imports_is_held_until_the_command_can_end_with_130():
+    """Once gymjax, the program, starts importing, a Ctrl-C raises nothing until its commands have
+    loaded: raised mid-import, it could land in importlib's weakref callback, where Python prints
+    "Exception ignored" and the run goes on to its end (seen in CI, at 0.05 s)."""
+    script = (
+        "import os, signal, sys; sys.argv[0] = 'gymjax'; import gymjax; os.kill(os.getpid(), signal.SIGINT); "
+        "import gymjax.trainers.ppo; print('imports went on'); from gymjax.cli import main; sys.exit(main(['--help']))"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 130 and proc.stdout.startswith("imports went on"), (proc.stdout, proc.stderr)
+    assert proc.stderr.strip() == "gymjax: interrupted"
+
+
 @pytest.mark.parametrize("delay", [0.05, 0.2, 0.4, 0.7, 1.0, 1.5])
 def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(ROOT / ".jax_cache")}
