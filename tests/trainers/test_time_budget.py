@@ -45,7 +45,7 @@ def without_times(metrics):
 
 
 def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_path):
-    minutes = 1.0
+    minutes = 0.5
     calls = []  # (time, metrics) after every epoch, its evaluation and checkpoint included
     start = time.time()
     _, params, metrics = train(
