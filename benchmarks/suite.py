@@ -1,4 +1,4 @@
-"""The MuJoCo suite: what gymjax PPO reaches on each task in a wall-clock budget, beside the published.
+"""The suite: what gymjax PPO reaches on each MuJoCo and classic-control task in a wall-clock budget, beside the published.
 
     python -m benchmarks training --env half_cheetah hopper walker2d swimmer --arms gymjax \\
         --minutes 15 --seeds 0 --stem suite_15min
@@ -13,7 +13,7 @@ Each training record holds, per task, the curve of every seed: the return on Gym
 from the process launch (compile included); a gymjax arm given ``--minutes`` and no step count
 trains with gymjax's time budget (``train(minutes=)``). This command reads those records and sets
 each task's final return at its budget beside rl-baselines3-zoo's published results
-(:data:`PUBLISHED`: one run each, on MuJoCo ``-v3``, after the steps shown) and the targets the
+(:data:`PUBLISHED`: one run each, on MuJoCo ``-v3`` and classic control's current versions, after the steps shown) and the targets the
 suite is held to (:data:`TARGETS`). Records are read in the order given: a later one adds seeds to an
 earlier one's runs of the same settings, or replaces runs of other settings (a preset retuned), and
 the report lists what it replaced.
@@ -29,7 +29,7 @@ import pathlib
 from benchmarks import common
 from benchmarks.training import show
 
-# rl-baselines3-zoo's benchmark.md (one trained agent each, deterministic evaluation, MuJoCo -v3):
+# rl-baselines3-zoo's benchmark.md (one trained agent each, deterministic evaluation; MuJoCo -v3):
 # reference id -> {algorithm: (mean return, std, training steps)}.
 PUBLISHED = {
     "Ant-v5": {"PPO": (1327.2, 451.6, 1e6), "SAC": (4615.8, 1354.1, 1e6), "TD3": (5813.3, 589.8, 1e6)},
@@ -38,14 +38,21 @@ PUBLISHED = {
     "Walker2d-v5": {"PPO": (3478.8, 821.7, 1e6), "SAC": (3863.2, 254.3, 1e6), "TD3": (4717.8, 46.3, 1e6)},
     "Swimmer-v5": {"PPO": (281.6, 9.7, 1e6), "SAC": (345.6, 3.1, 1e6), "TD3": (359.1, 1.2, 1e6)},
     "Humanoid-v5": {"SAC": (6232.3, 279.9, 2e6), "TD3": (5566.7, 14.5, 2e6)},
+    # classic control, the same env versions as Gymnasium's today
+    "Acrobot-v1": {"PPO": (-73.5, 18.2, 1e6)},
+    "MountainCar-v0": {"PPO": (-110.4, 19.5, 1e6)},
+    "MountainCarContinuous-v0": {"PPO": (88.3, 2.6, 2e4), "SAC": (94.7, 1.1, 5e4), "TD3": (93.5, 0.1, 3e5)},
 }
+MUJOCO = [k for k in PUBLISHED if k.endswith("-v5")]
 # The suite's targets, by budget in minutes (issue 25): at 15 minutes rl-zoo's PPO (Ant: 5,000,
 # a median over 3 seeds), at 5 minutes InvertedDoublePendulum and Reacher, at 60 rl-zoo's best.
+# The issue names none for classic control; these tasks take 5 minutes and rl-zoo's PPO.
 TARGETS = {
-    5: {"InvertedDoublePendulum-v5": 9000.0, "Reacher-v5": -5.0},
-    15: {"Ant-v5": 5000.0, **{k: v["PPO"][0] for k, v in PUBLISHED.items() if "PPO" in v and k != "Ant-v5"}},
-    60: {k: max(x[0] for x in v.values()) for k, v in PUBLISHED.items()},
-}
+    5: {"InvertedDoublePendulum-v5": 9000.0, "Reacher-v5": -5.0,
+        **{k: v["PPO"][0] for k, v in PUBLISHED.items() if k not in MUJOCO}},
+    15: {"Ant-v5": 5000.0, **{k: PUBLISHED[k]["PPO"][0] for k in MUJOCO if "PPO" in PUBLISHED[k] and k != "Ant-v5"}},
+    60: {k: max(x[0] for x in PUBLISHED[k].values()) for k in MUJOCO},
+}  # fmt: skip
 
 
 # Records measured before the gymjax arm trained with gymjax's time budget: their runs trained a
@@ -138,9 +145,14 @@ def _figures(runs: dict[int, dict]) -> dict:
     }
 
 
+def _number(x: float) -> str:
+    """A published figure as published: whole above 100 (5,819), to a tenth below (-73.5, 0.1)."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:g}"
+
+
 def _published(reference: str, algo: str) -> str:
     entry = PUBLISHED.get(reference, {}).get(algo)
-    return "-" if entry is None else f"{entry[0]:,.0f} +- {entry[1]:,.0f} ({entry[2] / 1e6:g}M)"
+    return "-" if entry is None else f"{_number(entry[0])} +- {_number(entry[1])} ({entry[2] / 1e6:g}M)"
 
 
 def _thousands(steps: list[int]) -> str:
@@ -159,7 +171,7 @@ def table(results: dict) -> list[str]:
         g, sb3 = r["gymjax"] or _figures({}), r["sb3"]  # a row of SB3 alone: no gymjax figures
         median = common.figure(g["final"])["median"]
         met = "-" if r["target"] is None or median is None else ("yes" if median >= r["target"] else "no")
-        target = "-" if r["target"] is None else f"{r['target']:,.0f}"
+        target = "-" if r["target"] is None else _number(r["target"])
         here = "-" if sb3 is None else f"{show(sb3['final'], ',.1f')} ({_thousands(sb3['env_steps'])})"
         lines.append(
             f"| {r['reference_id']} | {r['minutes']:g} min | {len(g['seeds'])} | {show(g['final'], ',.1f')} "
@@ -186,12 +198,12 @@ def superseded(results: dict) -> list[str]:
 def summary(record: dict) -> list[str]:
     return [
         (
-            "Return on Gymnasium's own `*-v5` env, 10 deterministic episodes, of the last snapshot of a run "
+            "Return on Gymnasium's own env (`*-v5` for MuJoCo), 10 deterministic episodes, of the last snapshot of a run "
             "trained with gymjax's time budget (`--minutes`: compile, evaluations and checkpoints inside it), "
             "median [min to max] over seeds; the best snapshot beside it. SB3 PPO here: Stable-Baselines3's PPO "
             "with rl-zoo's settings for the task, on the same env, machine and wall-clock budget (its schedule "
             "is laid over rl-zoo's step count, so a budget ends it mid-schedule). rl-zoo's are its published "
-            "single runs (MuJoCo `-v3`, mean +- std, after the steps shown)."
+            "single runs (MuJoCo `-v3`, classic control's current versions; mean +- std, after the steps shown)."
         ),
         "",
         *table(record["results"]),
@@ -255,7 +267,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         if not path.is_file():
             raise SystemExit(f"no record {path}: run `python -m benchmarks training ... --stem {stem}` first")
         records[stem] = json.loads(path.read_text())
-    record = common.new_record("suite", argv, "MuJoCo suite: gymjax PPO in a wall-clock budget against rl-zoo",
+    record = common.new_record("suite", argv, "The suite: gymjax PPO in a wall-clock budget against rl-zoo",
                                {"records": args.records})  # fmt: skip
     results = rows(records)
     common.finish(record, results, summary(record | {"results": results}))
