@@ -8,7 +8,6 @@ work.
 import os
 import sys
 
-
 if sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0]) == "gymjax":
     # gymjax is the program (python -m gymjax, the gymjax script): its Ctrl-C guard starts before
     # the imports below, in which a KeyboardInterrupt can be swallowed (raised in importlib's own

@@ -77,7 +77,7 @@ class _InterruptGuard:
             raise KeyboardInterrupt
 
     def unraisable(self, unraisable) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and not self.done.is_set():
             self.end()
         self.previous_unraisable(unraisable)
 
@@ -93,4 +93,5 @@ class _InterruptGuard:
     def close(self) -> None:
         self.done.set()
         signal.signal(signal.SIGINT, self.previous)
-        sys.unraisablehook = self.previous_unraisable
+        if sys.unraisablehook == self.unraisable:  # else one laid over it since, which calls it: kept
+            sys.unraisablehook = self.previous_unraisable

@@ -311,6 +311,7 @@ class Checkpointer:
             # failure with tracebacks until the manager closes; it is reported here, once.
             for name in ("absl", "asyncio"):
                 logging.getLogger(name).addFilter(_not_disk_failure)
+            _drop_closed_loop_callbacks()
             intact = [s for s in step_dirs(self.directory) if s != step]
             raise CheckpointError(
                 f"could not write checkpoint step {step} to {self.directory}: {os.strerror(cause.errno)}"
@@ -385,6 +386,24 @@ def _not_abandoned_read(record: logging.LogRecord) -> bool:
 def _not_disk_failure(record: logging.LogRecord) -> bool:
     error = record.exc_info[1] if record.exc_info else None
     return not ((error is not None and disk_error(error)) or disk_error(RuntimeError(record.getMessage())))
+
+
+def _drop_closed_loop_callbacks() -> None:
+    """After a failed save, tensorstore's writes still in flight finish on their own threads and
+    post to orbax's event loop, closed by then: each reports "Event loop is closed" as an
+    unraisable exception with a traceback, up to process exit. The failure is reported once, by
+    :meth:`Checkpointer.save`; these are dropped and every other unraisable goes on as before."""
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_closed_loop_callbacks", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        error = unraisable.exc_value
+        if not (unraisable.object is None and isinstance(error, RuntimeError) and str(error) == "Event loop is closed"):
+            previous(unraisable)
+
+    hook.drops_closed_loop_callbacks = True
+    sys.unraisablehook = hook
 
 
 def _emit(records: list[logging.LogRecord]) -> None:
