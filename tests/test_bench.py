@@ -294,6 +294,7 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
         "g": record(5, "reacher", "Reacher-v5", [run(1, [-8.0, -5.0])], settings={"gamma": 0.9}),
         # ... listing the records its runs came from, not e, whose run f had replaced
         "h": record(5, "reacher", "Reacher-v5", [run(0, [-7.0, -3.0])], settings={"gamma": 0.95}),
+        "i": record(15, "walker2d", "Walker2d-v5", [run(0, [4000.0, 5000.0])]),
     })  # fmt: skip
     lines = suite.table(results)
     cheetah = next(line for line in lines if line.startswith("| HalfCheetah-v5"))
@@ -308,5 +309,11 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
     assert "Reacher-v5, 5 min, gymjax, 1 seed(s) in b: final -6.0" in other and "(gamma None -> 0.9)" in other
     assert "1 seed(s) in e: final -4.5" in again and "replaced by f (the same settings, run again)" in again
     assert "2 seed(s) in f, g: final -4.5 [-5.0 to -4.0]" in retuned and "by h (gamma 0.9 -> 0.95)" in retuned
+    # each target without a run of its budget, with what shorter budgets reached: past it or not
+    unmeasured = suite.unmeasured(results)
+    assert "- HalfCheetah-v5, 60 min (target 9,656): 15 min reached 5,900.0" in unmeasured
+    assert "- Walker2d-v5, 60 min (target 4,718): 15 min reached 5,000.0, already past it" in unmeasured
+    assert "- Ant-v5, 15 min (target 5,000): no run yet" in unmeasured
+    assert not any(line.startswith(("- Reacher-v5", "- HalfCheetah-v5, 15")) for line in unmeasured)
     with pytest.raises(SystemExit, match="--minutes"):
         suite.rows({"a": record(None, "reacher", "Reacher-v5", [run(0, [1.0])])})
