@@ -270,7 +270,7 @@ def plot(record: dict, path: pathlib.Path) -> None:
         ax.axis("off")
     fig.suptitle("PPO within a wall-clock budget on a 2-core CPU, a line per seed (dashed: the budget's target)",
                  fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))  # below the suptitle
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
