@@ -145,6 +145,12 @@ def _figures(runs: dict[int, dict]) -> dict:
     }
 
 
+def _meets(median: float, target: float) -> bool:
+    """Whether a median final return meets a target: higher is better on every task (Reacher's and
+    the classic tasks' negative returns included)."""
+    return median >= target
+
+
 def _number(x: float) -> str:
     """A published figure as published: whole above 100 (5,819), to a tenth below (-73.5, 0.1)."""
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:g}"
@@ -170,7 +176,7 @@ def table(results: dict) -> list[str]:
     for r in results["rows"]:
         g, sb3 = r["gymjax"] or _figures({}), r["sb3"]  # a row of SB3 alone: no gymjax figures
         median = common.figure(g["final"])["median"]
-        met = "-" if r["target"] is None or median is None else ("yes" if median >= r["target"] else "no")
+        met = "-" if r["target"] is None or median is None else ("yes" if _meets(median, r["target"]) else "no")
         target = "-" if r["target"] is None else _number(r["target"])
         here = "-" if sb3 is None else f"{show(sb3['final'], ',.1f')} ({_thousands(sb3['env_steps'])})"
         lines.append(
@@ -222,7 +228,7 @@ def unmeasured(results: dict) -> list[str]:
                 continue
             shorter = [(m, x) for (ref, m), x in sorted(reached.items()) if ref == reference and m < minutes]
             so_far = "; ".join(
-                f"{m} min reached {x:,.1f}{', already past it' if x >= target else ''}" for m, x in shorter
+                f"{m} min reached {x:,.1f}{', already past it' if _meets(x, target) else ''}" for m, x in shorter
             )
             lines.append(
                 f"- {reference}, {minutes} min (target {_number(target)}): " + (so_far or "no run yet")
