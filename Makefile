@@ -15,8 +15,12 @@ run: install
 demo: install
 	$(PY) -m gymjax demo --env JaxAnt-v0 --num-envs 256 --steps 100 --out runs/demo
 
+# Two passes: the suite on one worker a core (xdist; a file's tests stay on one worker, which compiles
+# its shared envs once), then alone the cases marked `serial`, which time themselves or run several
+# processes of their own and would be starved by the other worker.
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not slow and not serial"
+	$(PY) -m pytest -m "serial and not slow"
 
 install: $(STAMP)
 

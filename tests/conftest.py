@@ -11,6 +11,10 @@ import warnings
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering; read when mujoco loads
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame, for classic-control frames
+# `make test` runs two workers on one cache, and the processes tests start inherit this environment.
+# JAX locks the cache's files only when it has a size limit: without one, a worker can read an entry
+# the other is still writing.
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(16 << 30))
 
 import gymnasium  # noqa: E402
 import jax  # noqa: E402

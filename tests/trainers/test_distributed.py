@@ -22,6 +22,9 @@ from gymjax.trainers import distributed
 from gymjax.trainers.loggers import read_rows
 from gymjax.trainers.ppo import load_policy
 
+# Two or three processes of JAX each, with deadlines of their own: alone, not beside an xdist worker.
+pytestmark = pytest.mark.serial
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = {
     **os.environ,

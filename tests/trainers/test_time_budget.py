@@ -44,6 +44,8 @@ def without_times(metrics):
     return {k: v for k, v in metrics.items() if not k.startswith("time/") and k != "sps"}
 
 
+# It measures its own speed, then keeps to a deadline: another worker's compile between the two would break it.
+@pytest.mark.serial
 def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_path):
     minutes = 0.5
     calls = []  # (time, metrics) after every epoch, its evaluation and checkpoint included
@@ -150,6 +152,8 @@ def test_the_most_steps_that_fit():
     assert budget.largest_fitting(CONFIG, costs, 2.9) is None
 
 
+# Its bound is half a second from the launch to the child's start.
+@pytest.mark.serial
 def test_cli_budget_counts_from_the_process_start():
     """A command line's budget counts its imports (JAX's: seconds); main(argv) from Python's from the call."""
     child = (
