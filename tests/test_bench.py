@@ -268,7 +268,7 @@ def test_the_results_page_links_committed_files_and_follows_its_records(tmp_path
     assert "| a rerun | 123,456,789 |" in page.page(tmp_path) and "123,456,789" not in text
 
 
-def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(tmp_path):
+def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(tmp_path, monkeypatch):
     from benchmarks import suite
 
     def run(seed, finals):
@@ -295,6 +295,7 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
         # ... listing the records its runs came from, not e, whose run f had replaced
         "h": record(5, "reacher", "Reacher-v5", [run(0, [-7.0, -3.0])], settings={"gamma": 0.95}),
         "i": record(15, "walker2d", "Walker2d-v5", [run(0, [4000.0, 5000.0])]),
+        "j": record(15, "swimmer", "Swimmer-v5", [run(0, [250.0, 200.0])]),
     })  # fmt: skip
     lines = suite.table(results)
     cheetah = next(line for line in lines if line.startswith("| HalfCheetah-v5"))
@@ -315,5 +316,17 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
     assert "- Walker2d-v5, 60 min (target 4,718): 15 min reached 5,000.0, already past it" in unmeasured
     assert "- Ant-v5, 15 min (target 5,000): no run yet" in unmeasured
     assert not any(line.startswith(("- Reacher-v5", "- HalfCheetah-v5, 15")) for line in unmeasured)
+    # each miss (median final below the target) with why, or that nobody said; no line for the rows met
+    swimmer = "- Swimmer-v5, 15 min: 200.0 (best snapshot 250.0) against 282."
+    assert suite.missed(results) == [f"{swimmer} Not explained yet."]
+    monkeypatch.setitem(suite.MISSED, ("Swimmer-v5", 15), "Too few steps.")
+    assert suite.missed(results) == [f"{swimmer} Too few steps."]
     with pytest.raises(SystemExit, match="--minutes"):
         suite.rows({"a": record(None, "reacher", "Reacher-v5", [run(0, [1.0])])})
+
+
+def test_every_miss_in_the_committed_suite_says_why():
+    from benchmarks import suite
+
+    results = json.loads((common.RESULTS / "suite.json").read_text())["results"]
+    assert results["rows"] and all("Not explained yet." not in line for line in suite.missed(results))
