@@ -179,6 +179,12 @@ def _meets(median: float, target: float) -> bool:
     return median >= target
 
 
+def _met(row: dict) -> bool | None:
+    """Whether a row's gymjax median final return meets its target; None without a target or a run."""
+    median = common.figure((row["gymjax"] or {}).get("final", []))["median"]
+    return None if row["target"] is None or median is None else _meets(median, row["target"])
+
+
 def _number(x: float) -> str:
     """A published figure as published: whole above 100 (5,819), to a tenth below (-73.5, 0.1)."""
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:g}"
@@ -203,8 +209,7 @@ def table(results: dict) -> list[str]:
     ]
     for r in results["rows"]:
         g, sb3 = r["gymjax"] or _figures({}), r["sb3"]  # a row of SB3 alone: no gymjax figures
-        median = common.figure(g["final"])["median"]
-        met = "-" if r["target"] is None or median is None else ("yes" if _meets(median, r["target"]) else "no")
+        met = {None: "-", True: "yes", False: "no"}[_met(r)]
         target = "-" if r["target"] is None else _number(r["target"])
         here = "-" if sb3 is None else f"{show(sb3['final'], ',.1f')} ({_thousands(sb3['env_steps'])})"
         lines.append(
@@ -269,10 +274,10 @@ def missed(results: dict) -> list[str]:
     (:data:`MISSED`), or that no one has said why yet."""
     lines = []
     for r in results["rows"]:
-        median = common.figure((r["gymjax"] or {}).get("final", []))["median"]
-        if r["target"] is None or median is None or _meets(median, r["target"]):
+        if _met(r) is not False:
             continue
         why = MISSED.get((r["reference_id"], int(r["minutes"])), "Not explained yet.")
+        median = common.figure(r["gymjax"]["final"])["median"]
         lines.append(
             f"- {r['reference_id']}, {r['minutes']:g} min: {median:,.1f} (best snapshot "
             f"{show(r['gymjax']['best'], ',.1f')}) against {_number(r['target'])}. {why}"
