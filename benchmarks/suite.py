@@ -70,9 +70,11 @@ MISSED = {
         "1,500-2,500 for the last 18M steps and did not recover: some of the 10 episodes end early in a fall "
         "(the return swings by 2,000 between snapshots 1.5M steps apart), and the rate, decayed over all "
         "28.8M steps, was still about 60% of its start when it fell. "
-        "Untested here: a preset for the hour that updates more gently (a lower rate or fewer passes per "
-        "batch, as `ant_hour` is to `ant`), or keeping the best evaluated snapshot, as rl-zoo's evaluation "
-        "callback does."
+        "Tried: `ant_hour`'s scaling, 4x the envs (1,024) so that each update sees 4x the data; in 60 "
+        "minutes it never hopped, standing still for the healthy reward (1,001.5 at the end, 20.9M env "
+        "steps; record suite_hopper_hour_60min, `--env hopper --set num_envs=1024`), so that preset was "
+        "not kept. Untested here: a lower rate or fewer passes per batch, or keeping the best evaluated "
+        "snapshot, as rl-zoo's evaluation callback does."
     ),
     ("Swimmer-v5", 60): (
         "It peaked at 338.7 at 6.5 minutes (3.4M env steps), then declined steadily to 234.3 over the last "
