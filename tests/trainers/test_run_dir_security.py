@@ -305,15 +305,22 @@ def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
 
 def _before_the_guard(err: str) -> bool:
     """Whether ``err`` is Python's own KeyboardInterrupt traceback from before gymjax's Ctrl-C guard
-    is in place (runpy finding gymjax, the guard's module loading): no gymjax code can catch those."""
+    is in place: every frame runpy's or importlib's, the guard's import in ``gymjax/__init__.py``, or
+    the guard's module loading. No gymjax code can catch those; one anywhere later is a defect."""
     import re
 
-    ours = re.findall(r'File "([^"]*gymjax[^"]*)", line \d+, in (\S+)', err)
-    before = [os.path.join("gymjax", "__init__.py"), os.path.join("gymjax", "cli", "__init__.py")]
+    frames = re.findall(r'File "([^"]+)", line \d+, in (\S+)\n(?: {4}(.*)\n)?', err)
+    guard_import = os.path.join("gymjax", "__init__.py")
+    guard_module = os.path.join("gymjax", "cli", "__init__.py")
     return (
         err.rstrip().endswith("KeyboardInterrupt")
         and err.count("Traceback") == 1
-        and all(where == "<module>" and path.endswith(tuple(before)) for path, where in ours)
+        and all(
+            path.startswith("<frozen ")
+            or (path.endswith(guard_import) and "import guard_the_start" in line)
+            or (path.endswith(guard_module) and where == "<module>")
+            for path, where, line in frames
+        )
     )
 
 
@@ -324,3 +331,6 @@ def test_an_interrupt_before_the_guard_is_told_apart_from_one_after():
     assert _before_the_guard(python + guard + "KeyboardInterrupt\n")
     assert not _before_the_guard(python + guard + later + "KeyboardInterrupt\n")
     assert not _before_the_guard(python + guard + "ValueError: x\n")
+    # past the guard's import, in gymjax's own imports: the guard should have caught it
+    imports = '  File "/r/gymjax/__init__.py", line 19, in <module>\n    import gymnasium\n'
+    assert not _before_the_guard(python + imports + "KeyboardInterrupt\n")

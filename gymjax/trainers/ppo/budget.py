@@ -37,9 +37,10 @@ CALIBRATION_SHARE = 0.01
 # calibration (a busier machine) and the host work not timed (hooks, loggers, the progress bar).
 # The calibration times an untrained policy, whose physics costs what it costs: on most MuJoCo
 # tasks falls, contacts and resets make it slower than the trained one (60-minute runs here ended
-# 8-16% before the deadline), on Pusher the other way (its 15-minute run ended 22 s late). One-iteration epochs cost
-# what longer ones do per iteration (Hopper, interleaved, medians of 6: 1.43 s an iteration against
-# 1.49 s in epochs of 8), but untrained single timings spread widely (1.17-1.65 s).
+# 8-16% before the deadline), on Pusher the other way (its 15-minute run ended 22 s late).
+# One-iteration epochs cost what longer ones do per iteration (Hopper, interleaved, medians of 6:
+# 1.43 s an iteration against 1.49 s in epochs of 8), but untrained single timings spread widely
+# (1.17-1.65 s).
 SAFETY = 0.05
 
 
