@@ -8,7 +8,10 @@ from gymjax.core.env import (
     Wrapper,
     check_agents,
     field_names,
+    where,
+    where_env,
     with_fields,
 )
 
-__all__ = ["AutoResetState", "Env", "EpisodeStatistics", "State", "Wrapper", "check_agents", "field_names", "with_fields"]
+__all__ = ["AutoResetState", "Env", "EpisodeStatistics", "State", "Wrapper", "check_agents", "field_names", "where",
+           "where_env", "with_fields"]

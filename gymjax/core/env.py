@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium
 import jax
+import jax.numpy as jnp
 from flax import struct
 
 Params = TypeVar("Params")
@@ -99,6 +100,24 @@ class State:
         return self.terminated | self.truncated
 
 
+def where(mask: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """``jnp.where`` over matching pytrees, ``mask`` broadcast from the leading axes."""
+
+    def pick(a, b):
+        m = jnp.reshape(mask, mask.shape + (1,) * (a.ndim - mask.ndim))
+        return jnp.where(m, a, b)
+
+    return jax.tree.map(pick, on_true, on_false)
+
+
+def where_env(mask: jax.Array, on_true: State, on_false: State) -> State:
+    """``on_false`` with the env's own fields (physics, obs, reward, flags, info) taken from ``on_true``
+    where ``mask`` holds; the wrappers' fields stay ``on_false``'s, for each wrapper to set its own."""
+    own = ("env_state", "obs", "reward", "terminated", "truncated", "info")
+    picked = where(mask, {f: getattr(on_true, f) for f in own}, {f: getattr(on_false, f) for f in own})
+    return on_false.replace(**picked)
+
+
 def field_names(params: Any) -> list[str]:
     """Dotted names of a params pytree's leaves (``"body_mass"``, ``"opt.gravity"``)."""
     paths, _ = jax.tree_util.tree_flatten_with_path(params)
@@ -175,6 +194,23 @@ class Env(abc.ABC, Generic[Params]):
     @abc.abstractmethod
     def step(self, state: State, action: jax.Array, params: Params | None = None) -> State:
         """Advances one agent step (all physics substeps included)."""
+
+    def step_or_reset(self, state: State, action: jax.Array, reset: jax.Array, key: jax.Array,
+                      params: Params | None = None) -> State:
+        """:meth:`step`, or where ``reset`` holds a fresh :meth:`reset` from ``key``: what auto-reset
+        in next-step mode asks of each env. The wrappers' fields of the result are ``state``'s; each
+        wrapper sets its own where ``reset`` holds.
+
+        This default computes both and selects; an env whose physics can do either in one call
+        (MuJoCo's batch engine) overrides it, and so does each wrapper that has state of its own.
+        """
+        return where_env(reset, self.reset(key, params), self.step(state, action, params))
+
+    def restart(self, state: State, reset: jax.Array, key: jax.Array, params: Params | None = None) -> State:
+        """``state``, or where ``reset`` holds a fresh :meth:`reset` from ``key``: what auto-reset in
+        same-step mode asks after a step. Wrappers' fields as in :meth:`step_or_reset`. This default
+        resets every env and selects; MuJoCo's batch engine runs only the envs that reset."""
+        return where_env(reset, self.reset(key, params), state)
 
     @property
     def dt(self) -> float:

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax.core import AutoResetState, Env, EpisodeStatistics, State, Wrapper, field_names, with_fields
+from gymjax.core import where as _where
 
 def next_reset_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Splits ``key`` into ``(key to keep, key for this reset)``.
@@ -41,16 +42,6 @@ def next_reset_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """
     keep, use = jax.random.split(key)
     return keep, use
-
-
-def _where(mask: jax.Array, on_true: Any, on_false: Any) -> Any:
-    """``jnp.where`` over matching pytrees, ``mask`` broadcast from the leading axes."""
-
-    def pick(a, b):
-        m = jnp.reshape(mask, mask.shape + (1,) * (a.ndim - mask.ndim))
-        return jnp.where(m, a, b)
-
-    return jax.tree.map(pick, on_true, on_false)
 
 
 class EpisodeWrapper(Wrapper):
@@ -81,6 +72,19 @@ class EpisodeWrapper(Wrapper):
             episode=EpisodeStatistics(state.episode.episode_return + out.reward, length),
         )
 
+    def step_or_reset(self, state, action, reset, key, params=None):
+        out = self.env.step_or_reset(state, action, reset, key, params)
+        length = jnp.where(reset, 0, state.episode.episode_length + 1)
+        return out.replace(
+            truncated=out.truncated | (~reset & (length >= self._max_episode_steps)),
+            episode=EpisodeStatistics(jnp.where(reset, 0.0, state.episode.episode_return + out.reward), length),
+        )
+
+    def restart(self, state, reset, key, params=None):
+        out = self.env.restart(state, reset, key, params)
+        fresh = EpisodeStatistics(jnp.float32(0.0), jnp.int32(0))
+        return out.replace(episode=_where(reset, fresh, state.episode))
+
 
 class ActionRepeat(Wrapper):
     """Applies each action ``repeat`` times, summing rewards.
@@ -102,6 +106,20 @@ class ActionRepeat(Wrapper):
     def step(self, state, action, params=None):
         if self.repeat == 1:
             return self.env.step(state, action, params)
+        first = self.env.step(state, action, params)
+        return self._repeat(first, first.terminated | first.truncated, action, params)
+
+    def step_or_reset(self, state, action, reset, key, params=None):
+        first = self.env.step_or_reset(state, action, reset, key, params)
+        if self.repeat == 1:
+            return first
+        return self._repeat(first, reset | first.terminated | first.truncated, action, params)
+
+    def restart(self, state, reset, key, params=None):
+        return self.env.restart(state, reset, key, params)
+
+    def _repeat(self, first, ended, action, params):
+        """The ``repeat - 1`` steps after ``first``, none of them past an env's end (or its reset)."""
 
         def once(carry, _):
             state, total, ended = carry
@@ -110,9 +128,7 @@ class ActionRepeat(Wrapper):
             total = total + jnp.where(ended, 0.0, nxt.reward)
             return (nxt, total, ended | nxt.terminated | nxt.truncated), None
 
-        first = self.env.step(state, action, params)
-        carry = (first, first.reward, first.terminated | first.truncated)
-        (last, total, _), _ = jax.lax.scan(once, carry, None, length=self.repeat - 1)
+        (last, total, _), _ = jax.lax.scan(once, (first, first.reward, ended), None, length=self.repeat - 1)
         return last.replace(reward=total.astype(jnp.float32))
 
 
@@ -261,6 +277,23 @@ class DomainRandomization(Wrapper):
     def step(self, state, action, params=None):
         return self.env.step(state, action, self._params(state.randomized))
 
+    def step_or_reset(self, state, action, reset, key, params=None):
+        randomized, key_env = self._redraw(reset, key, state, params)
+        out = self.env.step_or_reset(state, action, reset, key_env, self._params(randomized))
+        return out.replace(randomized=randomized)
+
+    def restart(self, state, reset, key, params=None):
+        randomized, key_env = self._redraw(reset, key, state, params)
+        return self.env.restart(state, reset, key_env, self._params(randomized)).replace(randomized=randomized)
+
+    def _redraw(self, reset, key, state, params):
+        """Where ``reset`` holds, the fields :meth:`reset` would draw from ``key``; elsewhere the
+        state's. And the key the env's own reset takes, as :meth:`reset` splits it."""
+        if params is not None:
+            raise ValueError("DomainRandomization draws its own params; do not pass params")
+        key_params, key_env = jax.random.split(key)
+        return _where(reset, self.draw(key_params), state.randomized), key_env
+
     def _params(self, randomized: dict[str, jax.Array]):
         """The fields by name to an env that takes them so (``params_by_name``), else the full params."""
         if self.env.unwrapped.params_by_name:
@@ -279,6 +312,12 @@ class VmapWrapper(Wrapper):
 
     def step(self, state, action, params=None):
         return jax.vmap(self.env.step, in_axes=(0, 0, None))(state, action, params)
+
+    def step_or_reset(self, state, action, reset, key, params=None):
+        return jax.vmap(self.env.step_or_reset, in_axes=(0, 0, 0, 0, None))(state, action, reset, key, params)
+
+    def restart(self, state, reset, key, params=None):
+        return jax.vmap(self.env.restart, in_axes=(0, 0, 0, None))(state, reset, key, params)
 
 
 class AutoResetMode(str, enum.Enum):
@@ -331,21 +370,28 @@ class AutoReset(Wrapper):
 
     def step(self, state, action, params=None):
         keys, pending = state.autoreset.key, state.autoreset.pending
-        stepped = self.env.step(state.replace(autoreset=None), action, params)
-        # Same step: reset what just ended. Next step: reset what ended last time.
-        resetting = stepped.done if self.mode is AutoResetMode.SAME_STEP else pending
+        inner = state.replace(autoreset=None)
+        keep, use = jax.vmap(next_reset_key)(keys)
+        if self.mode is AutoResetMode.NEXT_STEP:
+            # What ended last time resets, the others step: one physics call where the env can
+            # (step_or_reset); only a plain step while nothing is pending.
+            merged = jax.lax.cond(
+                pending.any(),
+                lambda: self.env.step_or_reset(inner, action, pending, use, params),
+                lambda: self.env.step(inner, action, params),
+            )
+            return self._record(merged, merged, _where(pending, keep, keys), merged.done)
+        stepped = self.env.step(inner, action, params)
+        resetting = stepped.done  # same step: reset what just ended, only those envs (restart)
 
         def reset_some(operand):
             stepped, keys = operand
-            keep, use = jax.vmap(next_reset_key)(keys)
-            fresh = self.env.reset(use, params)
-            if self.mode is AutoResetMode.SAME_STEP:
-                # The flags and reward stay the ending step's.
-                fresh = fresh.replace(reward=stepped.reward, terminated=stepped.terminated, truncated=stepped.truncated)
-            return _where(resetting, fresh, stepped), _where(resetting, keep, keys)
+            fresh = self.env.restart(stepped, resetting, use, params)
+            # The flags and reward stay the ending step's.
+            fresh = fresh.replace(reward=stepped.reward, terminated=stepped.terminated, truncated=stepped.truncated)
+            return fresh, _where(resetting, keep, keys)
 
         merged, keys = jax.lax.cond(resetting.any(), reset_some, lambda op: op, (stepped, keys))
-        pending = merged.done if self.mode is AutoResetMode.NEXT_STEP else pending
         return self._record(merged, stepped, keys, pending)
 
     @staticmethod

@@ -16,9 +16,11 @@ learns which ``MjModel`` fields to write.
 Engines (the ``engine`` option):
 
 - ``"mjx"``: MuJoCo MJX, pure JAX; differentiable; the fast path on GPU/TPU.
-- ``"mujoco"``: MuJoCo's C engine through one ``jax.pure_callback`` per batch
-  (:mod:`gymjax.envs.mujoco.host`); still jittable and vmappable, the faster
-  engine on a CPU and exactly Gymnasium's physics; not differentiable.
+- ``"mujoco"``: MuJoCo's C engine, its batch engine called through one typed XLA FFI call
+  per batched step (:mod:`gymjax.envs.mujoco.native`; where that extension is not built,
+  a ``jax.pure_callback`` over a thread pool, :mod:`gymjax.envs.mujoco.host`); still
+  jittable and vmappable, the faster engine on a CPU and exactly Gymnasium's physics;
+  not differentiable.
 - ``"auto"`` (the default): ``"mjx"`` when JAX runs on a GPU/TPU, ``"mujoco"`` on a CPU,
   where MJX is several times slower and at a thousand envs on two cores does not finish.
 """
@@ -47,16 +49,16 @@ with contextlib.redirect_stdout(io.StringIO()):
     # concern of anyone running MJX's JAX backend or the C engine, which is all gymjax runs.
     from mujoco import mjx
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, where_env
 from gymjax.envs import options
 from gymjax.envs.mujoco.host import (
     POST_CONSTRAINT_FIELDS,
     STATE_SPEC,
-    CallbackEngine,
     HostData,
     MuJoCoWarning,
     route_mujoco_warnings,
 )
+from gymjax.envs.mujoco.native import NativeEngine, make_engine
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +282,7 @@ class MujocoEnv(Env[mjx.Model]):
         mjx_model = self._mjx_model()
         self._model = mjx.put_model(mjx_model)
         self._host = (
-            CallbackEngine(self.mj_model, frame_skip, self.data_fields, self.differenced_fields)
+            make_engine(self.mj_model, frame_skip, self.data_fields, self.differenced_fields)
             if self.engine == "mujoco"
             else None
         )
@@ -361,7 +363,10 @@ class MujocoEnv(Env[mjx.Model]):
         for the step-only ones, so that a State has one pytree structure (auto-reset selects
         between a stepped and a reset state).
         """
-        data = self.physics_init(params, qpos, qvel)
+        return self._started(self.physics_init(params, qpos, qvel))
+
+    def _started(self, data) -> State:
+        """The State a reset leaves at physics state ``data`` (see :meth:`reset_to`)."""
         reported = self.reset_info(data)
         if set(reported) != set(self.reset_info_keys):
             raise ValueError(
@@ -386,7 +391,28 @@ class MujocoEnv(Env[mjx.Model]):
         )
 
     def step(self, state: State, action: jax.Array, params: mjx.Model | None = None) -> State:
-        data = self.physics_step(params, state.env_state, action)
+        return self._stepped(state, self.physics_step(params, state.env_state, action), action)
+
+    def step_or_reset(self, state: State, action: jax.Array, reset: jax.Array, key: jax.Array,
+                      params: mjx.Model | None = None) -> State:
+        """One physics call on MuJoCo's batch engine: the envs that reset do so in the call that
+        steps the others (see :meth:`gymjax.core.Env.step_or_reset`)."""
+        if not isinstance(self._host, NativeEngine):
+            return super().step_or_reset(state, action, reset, key, params)
+        qpos, qvel = self.initial_state(key)
+        data = self._host.step_or_reset(state.env_state, action, reset, qpos, qvel, self._host_fields(params))
+        return where_env(reset, self._started(data), self._stepped(state, data, action))
+
+    def restart(self, state: State, reset: jax.Array, key: jax.Array, params: mjx.Model | None = None) -> State:
+        """On MuJoCo's batch engine, only the envs that reset run their physics."""
+        if not isinstance(self._host, NativeEngine):
+            return super().restart(state, reset, key, params)
+        qpos, qvel = self.initial_state(key)
+        data = self._host.init_where(reset, qpos, qvel, self._host_fields(params))
+        return where_env(reset, self._started(data), state)
+
+    def _stepped(self, state: State, data, action: jax.Array) -> State:
+        """``state`` stepped to physics state ``data`` by ``action``."""
         reward, terminated, info = self.outcome(state.env_state, data, action)
         return state.replace(
             env_state=data,

@@ -1,0 +1,609 @@
+// The "mujoco" engine's native part: MuJoCo's batch engine (mjbatch.h) behind typed XLA FFI handlers.
+//
+// A jitted program calls one handler per batched physics call. The handler writes the JAX state rows
+// into a batch's state rows, runs the batch on its own threads (no Python, no GIL), and copies the
+// results into one uint32 buffer laid out as gymjax.envs.mujoco.host.layout says. The JAX state stays
+// the source of truth: a batch holds nothing between calls that a call does not write first, so
+// stepping the same state twice gives the same result.
+//
+// Python finds the engine it registered (gymjax_register) by a key computed from everything the
+// physics depends on (model bytes, frame skip, fields): a compiled program, cached on disk and run by
+// another process, names an engine that process registered too, never a pointer.
+
+#include <mujoco/mjbatch.h>
+#include <mujoco/mjxmacro.h>
+#include <mujoco/mujoco.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// What gymjax's HostData.state holds: mjSTATE_FULLPHYSICS | mjSTATE_WARMSTART, bit by bit.
+constexpr int kStateSpec = mjSTATE_FULLPHYSICS | mjSTATE_WARMSTART;
+constexpr int kPostConstraint = 1;  // flags of gymjax_register
+constexpr int kKinematicResets = 2;
+
+struct Component {
+  int ours;    // offset in gymjax's state vector (doubles)
+  int theirs;  // offset in the batch's state row (doubles)
+  int size;
+};
+
+struct Part {  // a field copied out: where in the output row, and from which batch output
+  std::string name;
+  int start;     // in 32-bit words
+  int size;      // numbers
+  int residual;  // start of its float64 residual in words, -1 if none
+  bool post;     // filled by mj_rnePostConstraint: zero after a reset
+};
+
+// MjData field `name` of d (an mjtNum array), or null.
+const mjtNum* DataField(const mjData* d, const std::string& name) {
+#define XNV X
+#define X(type, field, nr, nc)                                                   \
+  if (std::is_same<type, mjtNum>::value && name == #field) {                     \
+    return reinterpret_cast<const mjtNum*>(d->field);                           \
+  }
+  MJDATA_POINTERS
+#undef X
+#undef XNV
+  return nullptr;
+}
+
+struct Field {  // a randomized MjModel field, as the call names it
+  std::string name;
+  char type;  // 'd' double, 'f' float, 'i' int, 'b' byte
+};
+
+// One mjBatch and what a call needs beside it. A call holds a slot alone.
+struct Slot {
+  mjBatch* batch = nullptr;
+  int nsim = 0;
+  int nthread = 0;
+  bool single = false;  // runs on the caller's thread alone
+  std::vector<int> ids;
+  std::vector<const double*> outputs;  // per Part: the batch's copies after mjb_step
+  std::vector<std::vector<double>> copies;  // per Part: the copies mjb_apply's functions make
+  std::map<std::string, std::vector<unsigned char>> nominal;  // expanded fields: the model's values
+  std::vector<double> blank;           // mj_resetData's state row
+  int nrow = 0;
+  std::vector<Component> components;
+  int ctrl_at = 0;
+  std::vector<unsigned char> failed;
+};
+
+struct Engine {
+  mjModel* model = nullptr;
+  int frame_skip = 1;
+  int nthread = 0;
+  bool post = false;
+  bool kinematic_resets = false;
+  int nstate = 0;  // of kStateSpec
+  int words = 0;   // of an output row
+  int state_start = 0, qpos_start = 0, qvel_start = 0, qpos_residual = -1;
+  std::vector<Part> parts;
+  std::vector<Component> ours;  // our components' offsets and sizes (theirs filled per slot)
+  std::vector<int> bits;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Slot>> free;
+  pid_t pid = 0;
+  std::atomic<uint64_t> calls{0}, stepped{0}, reset{0};  // for tests and diagnostics (gymjax_stats)
+};
+
+std::mutex registry_mutex;
+std::map<uint64_t, Engine*>& Registry() {
+  static auto* engines = new std::map<uint64_t, Engine*>();  // never freed: handlers may outlive Python
+  return *engines;
+}
+
+Engine* Find(uint64_t key) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = Registry().find(key);
+  return it == Registry().end() ? nullptr : it->second;
+}
+
+std::unique_ptr<Slot> MakeSlot(Engine& e, int nsim, int nthread, std::string& error) {
+  auto slot = std::make_unique<Slot>();
+  mjBatchConfig config;
+  mjb_defaultConfig(&config);
+  config.nthread = nthread;
+  char message[1024] = "";
+  slot->batch = mjb_makeBatch(e.model, nsim, &config, message, sizeof(message));
+  if (!slot->batch) {
+    error = std::string("mjb_makeBatch failed: ") + message;
+    return nullptr;
+  }
+  mjBatch* b = slot->batch;
+  slot->nsim = nsim;
+  slot->nthread = mjb_nthread(b);
+  slot->single = nthread == 1;
+  slot->ids.resize(nsim);
+  for (int i = 0; i < nsim; i++) slot->ids[i] = i;
+  slot->failed.resize(nsim);
+  slot->nrow = mjb_nstate(b);
+  const double* row0 = mjb_state(b);
+  for (size_t k = 0; k < e.bits.size(); k++) {
+    int size = 0;
+    const double* at = mjb_stateComponent(b, e.bits[k], &size);
+    slot->components.push_back({e.ours[k].ours, static_cast<int>(at - row0), e.ours[k].size});
+  }
+  int size = 0;
+  slot->ctrl_at = static_cast<int>(mjb_stateComponent(b, mjSTATE_CTRL, &size) - row0);
+  for (const Part& part : e.parts) {
+    int n = 0, elemsize = 0;
+    void* out = mjb_output(b, part.name.c_str(), &n, &elemsize);
+    if (!out || n != part.size || elemsize != sizeof(double)) {
+      error = "MjData field " + part.name + " cannot be copied out of MuJoCo's batch";
+      mjb_deleteBatch(b);
+      return nullptr;
+    }
+    slot->outputs.push_back(static_cast<const double*>(out));
+    slot->copies.emplace_back(static_cast<size_t>(nsim) * part.size);
+  }
+  // A reset's row before qpos/qvel are written: what mj_resetData leaves.
+  mjData* d = mj_makeData(e.model);
+  mj_resetData(e.model, d);
+  slot->blank.resize(slot->nrow);
+  mj_getState(e.model, d, slot->blank.data(), mjSTATE_INTEGRATION);
+  mj_deleteData(d);
+  return slot;
+}
+
+// A slot of at least n simulations, held by the caller until Release.
+std::unique_ptr<Slot> Acquire(Engine& e, int n, std::string& error) {
+  // One env runs on the caller's thread alone: a hand-off to a pool costs more than its physics.
+  int nthread = n == 1 ? 1 : e.nthread;
+  {
+    std::lock_guard<std::mutex> lock(e.mutex);
+    if (e.pid != getpid()) {
+      // A forked child: the parent's batch threads do not exist here. The slots are left, not freed
+      // (freeing would wait on those threads); the child builds its own.
+      for (auto& slot : e.free) slot.release();
+      e.free.clear();
+      e.pid = getpid();
+    }
+    for (size_t k = 0; k < e.free.size(); k++) {
+      if (e.free[k]->nsim >= n && e.free[k]->single == (nthread == 1)) {
+        auto slot = std::move(e.free[k]);
+        e.free.erase(e.free.begin() + k);
+        return slot;
+      }
+    }
+  }
+  return MakeSlot(e, n, nthread, error);
+}
+
+void Release(Engine& e, std::unique_ptr<Slot> slot) {
+  std::lock_guard<std::mutex> lock(e.mutex);
+  if (e.pid == getpid()) e.free.push_back(std::move(slot));
+  else slot.release();
+}
+
+// Per-simulation work run by mjb_apply (a C function on the batch's threads).
+
+// What a function run by mjb_apply needs; mjb_apply copies out no fields, so the function does.
+struct ApplyArgs {
+  const Engine* e;
+  Slot* s;
+  const float* qpos = nullptr;  // a reset's states, one row a simulation
+  const float* qvel = nullptr;
+};
+
+void CopyFields(const ApplyArgs& a, const mjData* d, int sim) {
+  for (size_t k = 0; k < a.e->parts.size(); k++) {
+    const Part& p = a.e->parts[k];
+    std::memcpy(a.s->copies[k].data() + static_cast<size_t>(sim) * p.size, DataField(d, p.name),
+                p.size * sizeof(double));
+  }
+}
+
+// Gymnasium's do_simulation: frame_skip mj_steps, then mj_rnePostConstraint (cfrc_ext).
+void StepWithPostConstraint(const mjModel* m, mjData* d, int sim, void* arg) {
+  auto* a = static_cast<ApplyArgs*>(arg);
+  for (int k = 0; k < a->e->frame_skip; k++) mj_step(m, d);
+  mj_rnePostConstraint(m, d);
+  CopyFields(*a, d, sim);
+}
+
+// Gymnasium's reset + set_state: reset the data, write qpos/qvel, forward.
+void ResetForward(const mjModel* m, mjData* d, int sim, void* arg) {
+  auto* a = static_cast<ApplyArgs*>(arg);
+  mj_resetData(m, d);
+  for (int j = 0; j < m->nq; j++) d->qpos[j] = a->qpos[static_cast<size_t>(sim) * m->nq + j];
+  for (int j = 0; j < m->nv; j++) d->qvel[j] = a->qvel[static_cast<size_t>(sim) * m->nv + j];
+  mj_forward(m, d);
+  CopyFields(*a, d, sim);
+}
+
+// The same when nothing read depends on more than the kinematics: the row already holds the state.
+void ResetKinematics(const mjModel* m, mjData* d, int sim, void* arg) {
+  mj_kinematics(m, d);
+  CopyFields(*static_cast<ApplyArgs*>(arg), d, sim);
+}
+
+template <typename T>
+void WriteRows(void* storage, int size, int n, const float* values) {
+  T* out = static_cast<T*>(storage);
+  for (size_t k = 0; k < static_cast<size_t>(n) * size; k++) out[k] = static_cast<T>(values[k]);
+}
+
+
+// Writes this call's randomized fields into the first n simulations, and the nominal values of the
+// fields an earlier call randomized and this one does not (a training and an evaluation env share an
+// engine). `names`: "t:name;..." with t the MjModel field's type (d double, f float, i int, b byte).
+ffi::Error WriteFields(Slot& s, int n, std::string_view names, const ffi::RemainingArgs& values,
+                       size_t first) {
+  std::vector<Field> fields;
+  for (size_t start = 0; start < names.size();) {
+    size_t end = names.find(';', start);
+    if (end == std::string_view::npos) end = names.size();
+    std::string_view item = names.substr(start, end - start);
+    if (item.size() < 3 || item[1] != ':') return ffi::Error::InvalidArgument("bad randomized field list");
+    fields.push_back({std::string(item.substr(2)), item[0]});
+    start = end + 1;
+  }
+  if (fields.size() + first != values.size()) {
+    return ffi::Error::InvalidArgument("randomized field names and values differ in number");
+  }
+  std::map<std::string, bool> now;
+  for (size_t k = 0; k < fields.size(); k++) {
+    const Field& f = fields[k];
+    auto value = values.get<ffi::Buffer<ffi::F32>>(first + k);
+    if (!value) return ffi::Error::InvalidArgument("randomized field " + f.name + " must be float32");
+    int size = 0, elemsize = 0;
+    void* storage = mjb_expand(s.batch, f.name.c_str(), &size, &elemsize);
+    if (!storage) return ffi::Error::InvalidArgument("MuJoCo's batch cannot give " + f.name + " per simulation");
+    if (static_cast<size_t>(size) * n != value->element_count()) {
+      return ffi::Error::InvalidArgument("randomized field " + f.name + " has the wrong size");
+    }
+    if (!s.nominal.count(f.name)) {  // expand fills every simulation with the model's value
+      auto* row = static_cast<unsigned char*>(storage);
+      s.nominal[f.name].assign(row, row + static_cast<size_t>(size) * elemsize);
+    }
+    const float* v = value->typed_data();
+    switch (f.type) {
+      case 'd': WriteRows<double>(storage, size, n, v); break;
+      case 'f': WriteRows<float>(storage, size, n, v); break;
+      case 'i': WriteRows<int>(storage, size, n, v); break;
+      case 'b': WriteRows<unsigned char>(storage, size, n, v); break;
+      default: return ffi::Error::InvalidArgument("bad type of randomized field " + f.name);
+    }
+    now[f.name] = true;
+  }
+  for (const auto& [name, nominal] : s.nominal) {
+    if (now.count(name)) continue;
+    int size = 0, elemsize = 0;
+    auto* storage = static_cast<unsigned char*>(mjb_expand(s.batch, name.c_str(), &size, &elemsize));
+    for (int i = 0; i < n; i++) std::memcpy(storage + static_cast<size_t>(i) * nominal.size(), nominal.data(), nominal.size());
+  }
+  return ffi::Error::Success();
+}
+
+// MuJoCo's errors in some simulations: those kept their state; the call fails naming the first.
+ffi::Error Failures(Slot& s, int nfail, const std::vector<int>& ids) {
+  if (!nfail) return ffi::Error::Success();
+  const int* status = mjb_status(s.batch);
+  for (int id : ids) {
+    if (status[id]) {
+      return ffi::Error::Internal("MuJoCo raised an error in " + std::to_string(nfail) + " simulation(s); simulation " +
+                                  std::to_string(id) + ": " + mjb_error(s.batch, id));
+    }
+  }
+  return ffi::Error::Internal("MuJoCo raised an error in " + std::to_string(nfail) + " simulation(s)");
+}
+
+// MuJoCo's warnings (an unstable simulation, a full contact buffer) that a call raises go out through
+// mju_warning (gymjax routes it to MuJoCoWarning) naming the simulation. MuJoCo itself says a warning
+// only when its counter is zero, without the simulation; so before a call every counter is set to 1
+// with an impossible `lastinfo`, which MuJoCo changes when it warns (also when an unstable simulation
+// resets its data, clearing every counter, and counts the warning again).
+constexpr int kQuiet = -1234567;
+
+void HushWarnings(Slot& s, const std::vector<int>& ids) {
+  mjWarningStat* stats = mjb_warning(s.batch);
+  for (int id : ids) {
+    for (int k = 0; k < mjNWARNING; k++) stats[static_cast<size_t>(id) * mjNWARNING + k] = {kQuiet, 1};
+  }
+}
+
+void Warnings(Slot& s, const std::vector<int>& ids) {
+  mjWarningStat* stats = mjb_warning(s.batch);
+  for (int id : ids) {
+    for (int k = 0; k < mjNWARNING; k++) {
+      const mjWarningStat& w = stats[static_cast<size_t>(id) * mjNWARNING + k];
+      if (w.number > 0 && (w.number != 1 || w.lastinfo != kQuiet)) {
+        char text[1100];
+        std::snprintf(text, sizeof(text), "simulation %d: %s", id, mju_warningText(k, w.lastinfo));
+        mju_warning(text);
+      }
+    }
+  }
+}
+
+// Copies simulation i's results into output row `row` (see gymjax.envs.mujoco.host.layout).
+void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool reset, bool applied) {
+  const double* state = mjb_state(s.batch) + static_cast<size_t>(i) * s.nrow;
+  double* ours = reinterpret_cast<double*>(out + e.state_start);
+  for (const Component& c : s.components) std::memcpy(ours + c.ours, state + c.theirs, c.size * sizeof(double));
+  float* f = reinterpret_cast<float*>(out);
+  const double* qpos = state + s.components[1].theirs;
+  const double* qvel = state + s.components[2].theirs;
+  for (int j = 0; j < e.model->nq; j++) f[e.qpos_start + j] = static_cast<float>(qpos[j]);
+  for (int j = 0; j < e.model->nv; j++) f[e.qvel_start + j] = static_cast<float>(qvel[j]);
+  if (e.qpos_residual >= 0) {
+    for (int j = 0; j < e.model->nq; j++) f[e.qpos_residual + j] = static_cast<float>(qpos[j] - f[e.qpos_start + j]);
+  }
+  for (size_t k = 0; k < e.parts.size(); k++) {
+    const Part& p = e.parts[k];
+    const double* from = (applied ? s.copies[k].data() : s.outputs[k]) + static_cast<size_t>(i) * p.size;
+    bool zero = reset && p.post;
+    for (int j = 0; j < p.size; j++) f[p.start + j] = zero ? 0.0f : static_cast<float>(from[j]);
+    if (p.residual >= 0) {
+      for (int j = 0; j < p.size; j++) f[p.residual + j] = zero ? 0.0f : static_cast<float>(from[j] - f[p.start + j]);
+    }
+  }
+}
+
+// One batched call. `state`/`ctrl`: the rows to step (null: none); `reset`: which rows reset instead
+// (null: none, or all when state is null); `qpos`/`qvel`: the resets' states.
+ffi::Error Call(uint64_t key, std::string_view fields, int64_t n, const uint32_t* state, const float* ctrl,
+                const bool* reset, const float* qpos, const float* qvel, const ffi::RemainingArgs& values,
+                size_t first, uint32_t* out) {
+  Engine* e = Find(key);
+  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine " + std::to_string(key) + " is not registered in this process");
+  if (n == 0) return ffi::Error::Success();
+  if (n > (1 << 30)) return ffi::Error::InvalidArgument("too many simulations in one call");
+  std::string error;
+  std::unique_ptr<Slot> slot = Acquire(*e, static_cast<int>(n), error);
+  if (!slot) return ffi::Error::Internal(error);
+  Slot& s = *slot;
+  int count = static_cast<int>(n);
+  mjModel* m = e->model;
+  ffi::Error status = WriteFields(s, count, fields, values, first);
+  // Each row steps, resets, or (a masked reset without a state) is left out, its output zero.
+  std::vector<int> stepping, resetting;
+  for (int i = 0; i < count; i++) {
+    bool r = reset != nullptr ? reset[i] : state == nullptr;
+    if (r) resetting.push_back(i);
+    else if (state != nullptr) stepping.push_back(i);
+  }
+  HushWarnings(s, stepping);
+  HushWarnings(s, resetting);
+  e->calls++;
+  e->stepped += stepping.size();
+  e->reset += resetting.size();
+  int nfail = 0;
+  if (status.success() && !stepping.empty()) {
+    for (int i : stepping) {
+      double* row = mjb_state(s.batch) + static_cast<size_t>(i) * s.nrow;
+      std::memcpy(row, s.blank.data(), s.nrow * sizeof(double));
+      const double* ours = reinterpret_cast<const double*>(state + static_cast<size_t>(i) * 2 * e->nstate);
+      for (const Component& c : s.components) std::memcpy(row + c.theirs, ours + c.ours, c.size * sizeof(double));
+      for (int j = 0; j < m->nu; j++) row[s.ctrl_at + j] = ctrl[static_cast<size_t>(i) * m->nu + j];
+    }
+    const int* ids = static_cast<int>(stepping.size()) == s.nsim ? nullptr : stepping.data();
+    if (e->post) {
+      ApplyArgs args{e, &s};
+      nfail += mjb_apply(s.batch, ids, stepping.size(), StepWithPostConstraint, &args, 1);
+    } else {
+      nfail += mjb_step(s.batch, ids, stepping.size(), e->frame_skip, mjSTAGE_NONE);
+    }
+  }
+  if (status.success() && !resetting.empty()) {
+    const int* ids = static_cast<int>(resetting.size()) == s.nsim ? nullptr : resetting.data();
+    // mj_resetData puts mocap bodies where the (maybe randomized) model says: that case, like
+    // sensors and plugins, keeps the full sequence.
+    bool kinematics = e->kinematic_resets && !m->nsensor && !m->nplugin && !(m->nmocap && !s.nominal.empty());
+    if (kinematics) {
+      for (int i : resetting) {
+        double* row = mjb_state(s.batch) + static_cast<size_t>(i) * s.nrow;
+        std::memcpy(row, s.blank.data(), s.nrow * sizeof(double));
+        for (int j = 0; j < m->nq; j++) row[s.components[1].theirs + j] = qpos[static_cast<size_t>(i) * m->nq + j];
+        for (int j = 0; j < m->nv; j++) row[s.components[2].theirs + j] = qvel[static_cast<size_t>(i) * m->nv + j];
+      }
+      ApplyArgs args{e, &s};
+      nfail += mjb_apply(s.batch, ids, resetting.size(), ResetKinematics, &args, 0);
+    } else {
+      ApplyArgs args{e, &s, qpos, qvel};
+      nfail += mjb_apply(s.batch, ids, resetting.size(), ResetForward, &args, 1);
+    }
+  }
+  if (status.success()) {
+    std::vector<int> ran(stepping);
+    ran.insert(ran.end(), resetting.begin(), resetting.end());
+    status = Failures(s, nfail, ran);
+    Warnings(s, ran);
+  }
+  if (status.success()) {
+    if (static_cast<int>(stepping.size() + resetting.size()) < count) {
+      std::memset(out, 0, static_cast<size_t>(count) * e->words * sizeof(uint32_t));
+    }
+    for (int i : stepping) Output(*e, s, i, out + static_cast<size_t>(i) * e->words, false, e->post);
+    for (int i : resetting) Output(*e, s, i, out + static_cast<size_t>(i) * e->words, true, true);
+  }
+  Release(*e, std::move(slot));
+  return status;
+}
+
+int64_t Rows(const ffi::AnyBuffer::Dimensions& dims, int64_t width) {
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  return width ? total / width : 0;
+}
+
+ffi::Error Init(uint64_t key, std::string_view fields, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi::F32> qvel,
+                ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
+  Engine* e = Find(key);
+  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
+  int64_t n = Rows(qpos.dimensions(), e->model->nq);
+  return Call(key, fields, n, nullptr, nullptr, nullptr, qpos.typed_data(), qvel.typed_data(), values, 0,
+              out->typed_data());
+}
+
+ffi::Error Step(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
+                ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
+  Engine* e = Find(key);
+  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
+  int64_t n = Rows(state.dimensions(), 2 * e->nstate);
+  return Call(key, fields, n, state.typed_data(), ctrl.typed_data(), nullptr, nullptr, nullptr, values, 0,
+              out->typed_data());
+}
+
+ffi::Error InitWhere(uint64_t key, std::string_view fields, ffi::Buffer<ffi::PRED> reset, ffi::Buffer<ffi::F32> qpos,
+                     ffi::Buffer<ffi::F32> qvel, ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
+  Engine* e = Find(key);
+  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
+  int64_t n = Rows(qpos.dimensions(), e->model->nq);
+  return Call(key, fields, n, nullptr, nullptr, reset.typed_data(), qpos.typed_data(), qvel.typed_data(), values, 0,
+              out->typed_data());
+}
+
+ffi::Error StepOrReset(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
+                       ffi::Buffer<ffi::PRED> reset, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi::F32> qvel,
+                       ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
+  Engine* e = Find(key);
+  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
+  int64_t n = Rows(state.dimensions(), 2 * e->nstate);
+  return Call(key, fields, n, state.typed_data(), ctrl.typed_data(), reset.typed_data(), qpos.typed_data(),
+              qvel.typed_data(), values, 0, out->typed_data());
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoInit, Init,
+                              ffi::Ffi::Bind()
+                                  .Attr<uint64_t>("engine")
+                                  .Attr<std::string_view>("fields")
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .RemainingArgs()
+                                  .Ret<ffi::Buffer<ffi::U32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoInitWhere, InitWhere,
+                              ffi::Ffi::Bind()
+                                  .Attr<uint64_t>("engine")
+                                  .Attr<std::string_view>("fields")
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .RemainingArgs()
+                                  .Ret<ffi::Buffer<ffi::U32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoStep, Step,
+                              ffi::Ffi::Bind()
+                                  .Attr<uint64_t>("engine")
+                                  .Attr<std::string_view>("fields")
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .RemainingArgs()
+                                  .Ret<ffi::Buffer<ffi::U32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoStepOrReset, StepOrReset,
+                              ffi::Ffi::Bind()
+                                  .Attr<uint64_t>("engine")
+                                  .Attr<std::string_view>("fields")
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .RemainingArgs()
+                                  .Ret<ffi::Buffer<ffi::U32>>());
+
+// Registers an engine under `key` (a no-op when one is): a copy of the model, and where each part of
+// an output row lies (gymjax.envs.mujoco.host.layout). `parts`: "name:start:size:residual;..." in
+// 32-bit words, residual -1 where none; "qpos" among them says where qpos and its residual go, and
+// "qvel" and "state" where those go. Returns 0, or -1 with a message in `error`.
+extern "C" int gymjax_register(uint64_t key, const mjModel* model, int frame_skip, int nthread, int flags,
+                               const char* parts, char* error, int error_size) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  if (Registry().count(key)) return 0;
+  auto e = std::make_unique<Engine>();
+  e->model = mj_copyModel(nullptr, model);
+  if (!e->model) {
+    std::snprintf(error, error_size, "mj_copyModel failed");
+    return -1;
+  }
+  e->frame_skip = frame_skip;
+  e->nthread = nthread;
+  e->post = flags & kPostConstraint;
+  e->kinematic_resets = flags & kKinematicResets;
+  e->nstate = mj_stateSize(e->model, kStateSpec);
+  e->pid = getpid();
+  // Our state components, in the order of their bits (mj_getState's order).
+  for (int bit = 1; bit < (1 << mjNSTATE); bit <<= 1) {
+    if (!(kStateSpec & bit)) continue;
+    int before = kStateSpec & (bit - 1);
+    int size = mj_stateSize(e->model, bit);
+    e->bits.push_back(bit);
+    e->ours.push_back({before ? mj_stateSize(e->model, before) : 0, 0, size});
+  }
+  // Output() reads qpos and qvel as components 1 and 2: TIME, QPOS, QVEL are the first three bits.
+  if (e->bits.size() < 3 || e->bits[0] != mjSTATE_TIME || e->bits[1] != mjSTATE_QPOS || e->bits[2] != mjSTATE_QVEL) {
+    std::snprintf(error, error_size, "unexpected state layout");
+    return -1;
+  }
+  std::string_view list(parts);
+  int words = 0;
+  for (size_t start = 0; start < list.size();) {
+    size_t end = list.find(';', start);
+    if (end == std::string_view::npos) end = list.size();
+    std::string item(list.substr(start, end - start));
+    char name[256];
+    int at = 0, size = 0, residual = -1;
+    if (std::sscanf(item.c_str(), "%255[^:]:%d:%d:%d", name, &at, &size, &residual) != 4) {
+      std::snprintf(error, error_size, "bad part %s", item.c_str());
+      return -1;
+    }
+    std::string part(name);
+    if (part == "state") {
+      e->state_start = at;
+    } else if (part == "qpos") {
+      e->qpos_start = at;
+      e->qpos_residual = residual;
+    } else if (part == "qvel") {
+      e->qvel_start = at;
+    } else {
+      bool post = part == "cacc" || part == "cfrc_int" || part == "cfrc_ext";
+      e->parts.push_back({part, at, size, residual, post});
+    }
+    words = std::max(words, at + (part == "state" ? 2 * size : size));
+    if (residual >= 0) words = std::max(words, residual + size);
+    start = end + 1;
+  }
+  e->words = words;
+  Registry()[key] = e.release();
+  return 0;
+}
+
+// The number of output words of a registered engine's row, or -1: a check that both sides agree.
+extern "C" int gymjax_words(uint64_t key) {
+  Engine* e = Find(key);
+  return e ? e->words : -1;
+}
+
+// What a registered engine has run: calls, simulations stepped, simulations reset; 0 if it is not.
+extern "C" int gymjax_stats(uint64_t key, uint64_t* out) {
+  Engine* e = Find(key);
+  if (!e) return -1;
+  out[0] = e->calls;
+  out[1] = e->stepped;
+  out[2] = e->reset;
+  return 0;
+}

@@ -1,0 +1,194 @@
+"""MuJoCo's batch engine through XLA FFI (gymjax.envs.mujoco.native) against the callback engine.
+
+The callback engine (``host.CallbackEngine``, a ``pure_callback`` over a Python thread pool) is the
+engine gymjax ran before the native one and the one it falls back to: every MuJoCo task's batched
+trajectories, masked resets in both auto-reset modes, randomized model fields and action repeat
+included, must be the same bits on both.
+"""
+
+import pickle
+import subprocess
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gymjax
+from gymjax import envs
+from gymjax.envs.mujoco import MujocoEnv, native
+from gymjax.envs.mujoco.host import CallbackEngine, MuJoCoWarning
+from gymjax.wrappers.training import wrap_for_training
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the native MuJoCo engine is not built here")
+
+MUJOCO_IDS = [i for i in envs.registered_ids() if envs.spec(i).entry_point.startswith("gymjax.envs.mujoco.")]
+N, STEPS, EPISODE = 5, 24, 7
+
+
+def _pair(env_id, **kwargs):
+    """The same env on the native engine and on the callback engine."""
+    ours = gymjax.make(env_id, engine="mujoco", **kwargs)
+    assert isinstance(ours._host, native.NativeEngine)
+    theirs = gymjax.make(env_id, engine="mujoco", **kwargs)
+    theirs._host = CallbackEngine(theirs.mj_model, theirs.frame_skip, theirs.data_fields, theirs.differenced_fields)
+    return ours, theirs
+
+
+def _scale_masses(params, key):
+    scale = jax.random.uniform(key, params.body_mass.shape, minval=0.7, maxval=1.3)
+    return params.replace(body_mass=params.body_mass * scale)
+
+
+def _rollout(env, mode, randomize):
+    """``STEPS`` batched steps of random actions through the training stack; every state."""
+    stack = wrap_for_training(env, episode_length=EPISODE, autoreset_mode=mode,
+                              randomization_fn=_scale_masses if randomize else None,
+                              action_repeat=2 if randomize else 1)
+    state = jax.jit(stack.reset)(jax.random.split(jax.random.PRNGKey(3), N))
+    step = jax.jit(stack.step)
+    rng = np.random.default_rng(0)
+    low, high = env.action_space.low, env.action_space.high
+    states = [state]
+    for _ in range(STEPS):
+        state = step(state, rng.uniform(low, high, (N, *low.shape)).astype(np.float32))
+        states.append(state)
+    return states
+
+
+@pytest.mark.parametrize("env_id", MUJOCO_IDS)
+@pytest.mark.parametrize("mode,randomize", [("same_step", False), ("next_step", True)])
+def test_trajectories_are_the_callback_engines_bit_for_bit(env_id, mode, randomize):
+    ours, theirs = _pair(env_id)
+    before = ours._host.stats()
+    mine, reference = _rollout(ours, mode, randomize), _rollout(theirs, mode, randomize)
+    ran = {k: v - before[k] for k, v in ours._host.stats().items()}
+    for t, (a, b) in enumerate(zip(mine, reference)):
+        for (path, x), y in zip(jax.tree_util.tree_flatten_with_path(a)[0], jax.tree.leaves(b)):
+            name = jax.tree_util.keystr(path)
+            if mode == "next_step" and "final_" in name:
+                continue  # where an env resets, next-step mode keeps no final state (AutoResetState)
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=f"{env_id} step {t} {name}")
+    # Resets ran mid-batch, and only for the envs that ended: never the whole batch each time.
+    ended = sum(int(np.sum(s.done)) for s in mine[1:]) if mode == "same_step" else None
+    if ended is not None:
+        assert ran["reset"] == N + ended, ran
+    assert N < ran["reset"] < N * (1 + STEPS // 2), ran
+    if mode == "next_step":  # a reset happens in the call that steps the other envs
+        assert ran["calls"] == 1 + STEPS * (1 if not randomize else 2), ran
+
+
+def test_vmap_over_two_batch_axes_is_one_flat_batch():
+    env = gymjax.make("JaxHopper-v0", engine="mujoco")
+    keys = jax.random.split(jax.random.PRNGKey(0), 6)
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (6, 3), minval=-1, maxval=1)
+    flat = jax.jit(jax.vmap(env.step))(jax.jit(jax.vmap(env.reset))(keys), actions)
+    twice = jax.vmap(jax.vmap(env.step))
+    grid = jax.jit(twice)(jax.jit(jax.vmap(jax.vmap(env.reset)))(keys.reshape(2, 3, -1)), actions.reshape(2, 3, 3))
+    for x, y in zip(jax.tree.leaves(flat), jax.tree.leaves(grid)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y).reshape(np.shape(x)))
+
+
+def test_a_scan_of_steps_is_the_loop_of_steps():
+    env = gymjax.make("JaxAnt-v0", engine="mujoco")
+    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), 3))
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (4, 3, 8), minval=-1, maxval=1)
+    scanned, _ = jax.jit(lambda s, a: jax.lax.scan(lambda s, x: (jax.vmap(env.step)(s, x), None), s, a))(state, actions)
+    step = jax.jit(jax.vmap(env.step))
+    for action in actions:
+        state = step(state, action)
+    np.testing.assert_array_equal(np.asarray(scanned.env_state.state), np.asarray(state.env_state.state))
+
+
+def test_fields_randomized_earlier_go_back_to_nominal():
+    """One native engine serves every env of the same physics (a training and an evaluation env):
+    no randomized value outlives the call that named it."""
+    env = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
+    start = jax.jit(jax.vmap(env.reset_to))(jnp.array([[0.0, 0.1]] * 2), jnp.zeros((2, 2)))
+    step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0)))
+    ctrl = jnp.zeros((2, 1))
+    plain = jax.jit(jax.vmap(env.step))
+    nominal = plain(start, ctrl).env_state.qpos
+    heavier = {"body_mass": jnp.tile(env.mj_model.body_mass * 2, (2, 1))}
+    heavy = step(start, ctrl, heavier).env_state.qpos
+    floating = step(start, ctrl, {"opt.gravity": jnp.zeros((2, 3))}).env_state.qpos
+    np.testing.assert_allclose(floating[:, 1], 0.1, atol=1e-6)
+    assert np.abs(nominal[:, 1] - 0.1).min() > 1e-4 and not np.array_equal(heavy, nominal)
+    # Gravity is back, and the masses too, though the calls did not name them.
+    np.testing.assert_array_equal(step(start, ctrl, heavier).env_state.qpos, heavy)
+    np.testing.assert_array_equal(plain(start, ctrl).env_state.qpos, nominal)
+
+
+def test_an_unstable_simulation_warns_naming_it():
+    env = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
+    qvel = jnp.zeros((4, 2)).at[2].set(1e30)
+    state = jax.jit(jax.vmap(env.reset_to))(jnp.zeros((4, 2)), qvel)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stepped = jax.block_until_ready(jax.jit(jax.vmap(env.step))(state, jnp.zeros((4, 1))))
+    said = [str(w.message) for w in caught if issubclass(w.category, MuJoCoWarning)]
+    assert said == ["MuJoCo: simulation 2: Nan, Inf or huge value in QVEL at DOF 0. The simulation is unstable."]
+    assert np.isfinite(np.asarray(stepped.obs)).all()  # MuJoCo reset the unstable one, as in Gymnasium
+
+
+def test_a_pickled_env_steps_the_same_in_a_new_process(tmp_path):
+    """The native engine is registered anew where an env is unpickled, never copied."""
+    env = gymjax.make("JaxHalfCheetah-v0", engine="mujoco")
+    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), 2))
+    here = jax.jit(jax.vmap(env.step))(state, jnp.full((2, 6), 0.5))
+    (tmp_path / "env.pkl").write_bytes(pickle.dumps((env, jax.device_get(state))))
+    script = (
+        "import pickle, sys, jax, jax.numpy as jnp, numpy as np\n"
+        f"env, state = pickle.loads(open({str(tmp_path / 'env.pkl')!r}, 'rb').read())\n"
+        "out = jax.jit(jax.vmap(env.step))(state, jnp.full((2, 6), 0.5))\n"
+        "sys.stdout.buffer.write(np.asarray(out.env_state.state).tobytes())\n"
+    )
+    there = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True, timeout=300).stdout
+    assert there == np.asarray(here.env_state.state).tobytes()
+
+
+def test_two_devices_step_concurrently(tmp_path):
+    """Two CPU devices call one native engine at once: each call holds its own batch."""
+    script = (
+        "import os\n"
+        "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=2'\n"
+        "import jax, jax.numpy as jnp, numpy as np, gymjax\n"
+        "env = gymjax.make('JaxAnt-v0', engine='mujoco')\n"
+        "keys = jax.random.split(jax.random.PRNGKey(0), 8).reshape(2, 4, -1)\n"
+        "actions = jax.random.uniform(jax.random.PRNGKey(1), (2, 4, 8), minval=-1, maxval=1)\n"
+        "def run(keys, actions):\n"
+        "    state = jax.vmap(env.reset)(keys)\n"
+        "    for _ in range(20):\n"
+        "        state = jax.vmap(env.step)(state, actions)\n"
+        "    return state.env_state.state\n"
+        "assert jax.device_count() == 2\n"
+        "both = jax.pmap(run)(keys, actions)\n"
+        "one = jax.jit(run)(keys.reshape(8, -1), actions.reshape(8, 8))\n"
+        "assert np.array_equal(np.asarray(both).reshape(8, -1), np.asarray(one))\n"
+        "print('same')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "same", out.stderr[-2000:]
+
+
+def test_without_the_extension_the_callback_engine_runs_and_says_so(monkeypatch):
+    def missing():
+        raise native.NativeUnavailable("gymjax's native MuJoCo engine is not built (no C++ compiler at install?)")
+
+    monkeypatch.setattr(native, "library", missing)
+    native._say_fallback.cache_clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fallen = gymjax.make("JaxHopper-v0", engine="mujoco")
+        gymjax.make("JaxHopper-v0", engine="mujoco")
+    said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(said) == 1 and "not built" in said[0] and "callback engine" in said[0], said  # once
+    assert isinstance(fallen._host, CallbackEngine)
+    native._say_fallback.cache_clear()
+    # The fallback runs the same physics, masked resets and all (its restart is the generic one).
+    monkeypatch.undo()
+    ours = gymjax.make("JaxHopper-v0", engine="mujoco")
+    mine, reference = _rollout(ours, "same_step", False), _rollout(fallen, "same_step", False)
+    np.testing.assert_array_equal(np.asarray(mine[-1].env_state.state), np.asarray(reference[-1].env_state.state))
