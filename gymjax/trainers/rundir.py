@@ -23,7 +23,8 @@ cluster disk):
   names) before anything else; a damaged or foreign one is refused in one line naming the field.
 - **Nothing outside it is written.** A directory holding a symbolic link is refused (gymjax never
   makes one); every file is opened without following links and replaced by an atomic rename
-  (:mod:`gymjax.trainers.files`), the lock included.
+  (:mod:`gymjax.trainers.files`); the two written in place, the locks' notes and ``metrics.jsonl``,
+  are refused in one line when they have another hard link, whose file a write would change.
 - **One writer at a time**, by an ``fcntl`` lock on ``DIR/.lock`` that dies with its holder.
 - **Nothing saved is lost or mixed.** A fresh run refuses a directory holding another run's
   checkpoints or metrics; a start that fails before saving anything leaves no trace, so the
