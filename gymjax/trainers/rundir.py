@@ -12,8 +12,11 @@
 
 ``run.json``'s ``trackers`` names the MLflow / W&B runs the run logs to (``loggers=["mlflow"]``,
 ``gymjax train --logger mlflow``), by id, so that a resume continues the same tracker run:
-``{"mlflow": {"run_id", "tracking_uri", "experiment"}, "wandb": {"run_id", "project", "mode"}}``.
-A recorded MLflow tracking URI is never used to connect: it must equal the one the user gives.
+``{"mlflow": {"run_id", "tracking_uri", "experiment", "claim"}, "wandb": {"run_id", "project", "mode"}}``.
+A recorded MLflow tracking URI is never used to connect: it must equal the one the user gives. The
+MLflow run is tied to the directory by ``claim``, which every start renews: a copy of the directory,
+or a run.json taken from another run, cannot continue an MLflow run that another directory has
+continued since (:mod:`gymjax.trainers.trackers` says why and what to do instead).
 
 What it guarantees, for directories people share (downloaded results, a colleague's runs, a
 cluster disk):
