@@ -64,7 +64,8 @@ class TrackerOptions:
         run_name: the tracker run's name (default: the run directory's name).
         tags: tags; for MLflow ``key=value`` sets a tag's value (a plain tag gets an empty one).
         mlflow_tracking_uri: MLflow's store (default: ``MLFLOW_TRACKING_URI``, else MLflow's own).
-        wandb_mode: ``online`` or ``offline`` (default: ``WANDB_MODE``, else W&B's own).
+        wandb_mode: ``online`` or ``offline`` (default: a resumed run's recorded mode, else ``WANDB_MODE``,
+            else W&B's own); given, it switches a resumed run (``online`` to send it from now on).
     """
 
     project: str | None = None
@@ -455,7 +456,8 @@ def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded
         if recorded:
             continued(tracker, recorded)
         return tracker
-    tracker = WandbLogger(params, mode=options.wandb_mode, **kwargs)
+    # A resume keeps the recorded mode: an offline run must not go online because a flag was not repeated.
+    tracker = WandbLogger(params, mode=options.wandb_mode or (recorded or {}).get("mode"), **kwargs)
     if recorded:
         tracker.run_id, tracker.project = recorded["run_id"], recorded["project"]
     return tracker

@@ -152,13 +152,15 @@ def test_mlflow_logger_as_a_hook_of_ppo_train(tmp_path):
 # -- W&B ------------------------------------------------------------------------------------
 
 
-def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch(tmp_path, offline_wandb):
+def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch(tmp_path, offline_wandb,
+                                                                                 monkeypatch):
     run_dir = tmp_path / "run"
     options = trackers.TrackerOptions(project="cartpole", tags=("tiny",))
     quiet = {"console": False, "progress_bar": False, "video": False}
     rundir.train(run_dir, ENV, CONFIG.replace(num_timesteps=3 * EPOCH), loggers=["wandb"], tracker_options=options,
                  **quiet)
     shutil.rmtree(run_dir / "checkpoints" / "3")  # resumes from epoch 2: epoch 3 is replayed
+    monkeypatch.delenv("WANDB_MODE")  # the resume keeps the recorded mode without being told
     rundir.train(run_dir, resume=True, num_timesteps=4 * EPOCH, **quiet)
 
     recorded = json.loads((run_dir / "run.json").read_text())["trackers"]["wandb"]
@@ -181,6 +183,14 @@ def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch
     for segment in segments:
         plot = segment.parent / "files" / "learning_curve.png"
         assert plot.is_file() and not plot.is_symlink()
+
+
+def test_a_resumed_wandb_run_keeps_its_recorded_mode_unless_told_otherwise():
+    needs("wandb")
+    recorded = {"run_id": "abc", "project": "p", "mode": "offline"}
+    assert trackers.make("wandb", {}, trackers.TrackerOptions(), recorded).mode == "offline"
+    switched = trackers.make("wandb", {}, trackers.TrackerOptions(wandb_mode="online"), recorded)
+    assert switched.mode == "online" and switched.run_id == "abc"
 
 
 # -- run.json and the extras -----------------------------------------------------------------
