@@ -419,7 +419,7 @@ def check_record(trackers: Any) -> None:
 
     Nothing in it becomes a path or a choice of tracker: the ids are matched against the trackers'
     own id formats, and a recorded MLflow tracking URI is only compared with the one the user's
-    flags or environment give (see :func:`continued`).
+    flags or environment give (see :func:`same_store`).
     """
     if not isinstance(trackers, dict):
         raise ValueError(f"trackers must be an object of {NAMES}, got {trackers!r}")
@@ -450,11 +450,12 @@ def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded
     require(name)
     kwargs = {"project": options.project, "run_name": options.run_name, "tags": options.tags}
     if name == "mlflow":
+        uri = options.mlflow_tracking_uri or _import("mlflow", MLflowLogger.__name__).get_tracking_uri()
+        if recorded:  # before the client, which creates a sqlite store: a refusal leaves none behind
+            same_store(recorded, uri)
         held = recorded.get("claim") if recorded else None
-        tracker = MLflowLogger(params, tracking_uri=options.mlflow_tracking_uri, claim=uuid.uuid4().hex,
-                               held_claim=held, **kwargs)
-        if recorded:
-            continued(tracker, recorded)
+        tracker = MLflowLogger(params, tracking_uri=uri, claim=uuid.uuid4().hex, held_claim=held, **kwargs)
+        tracker.run_id = recorded["run_id"] if recorded else None
         return tracker
     # A resume keeps the recorded mode: an offline run must not go online because a flag was not repeated.
     tracker = WandbLogger(params, mode=options.wandb_mode or (recorded or {}).get("mode"), **kwargs)
@@ -463,13 +464,12 @@ def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded
     return tracker
 
 
-def continued(tracker: MLflowLogger, recorded: dict[str, str]) -> None:
-    """Points ``tracker`` at the recorded run, in the store the user chose: a run.json never picks
-    the store (a ``sqlite:``/``file:`` URI is a path MLflow writes to)."""
-    if recorded["tracking_uri"] != tracker.tracking_uri:
+def same_store(recorded: dict[str, str], tracking_uri: str) -> None:
+    """Refuses to continue the recorded run in another store than the one the user chose: a run.json
+    never picks the store (a ``sqlite:``/``file:`` URI is a path MLflow writes to)."""
+    if recorded["tracking_uri"] != tracking_uri:
         raise TrackerError(
             f"run.json records MLflow run {recorded['run_id']} at {recorded['tracking_uri']}, but this start's "
-            f"tracking URI is {tracker.tracking_uri}; to continue that run pass --mlflow-tracking-uri "
+            f"tracking URI is {tracking_uri}; to continue that run pass --mlflow-tracking-uri "
             f"{recorded['tracking_uri']} (or set MLFLOW_TRACKING_URI) if you trust it"
         )
-    tracker.run_id = recorded["run_id"]

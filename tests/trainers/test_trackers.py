@@ -67,6 +67,7 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
 
     with pytest.raises(SystemExit, match="pass --mlflow-tracking-uri sqlite:///"):  # run.json never picks the store
         main(["train", "--run-dir", str(run_dir), "--resume"])
+    assert not (tmp_path / "mlflow.db").exists()  # the default store, refused before its client made it
     assert main(["train", "--run-dir", str(run_dir), "--resume", "--mlflow-tracking-uri", uri]) == 0
 
     (run,) = client.search_runs([run.info.experiment_id])
