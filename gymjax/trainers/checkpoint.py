@@ -47,7 +47,6 @@ import os
 import pathlib
 import shlex
 import socket
-import stat
 import sys
 import time
 import uuid
@@ -153,10 +152,9 @@ class DirectoryLock:
         self._fd = -1
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Not through a link: truncating the holder's line would empty the link's target.
-            self._fd = files.open_fd(self.path, os.O_RDWR | os.O_CREAT)
-            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
-                raise files.UnsafePath(errno.EINVAL, f"{self.path} is not a regular file", str(self.path))
+            # Neither through a symbolic link nor into a hard link's inode: truncating the holder's
+            # line would empty the file the link shares it with.
+            self._fd = files.open_in_place(self.path, os.O_RDWR | os.O_CREAT)
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.read(self._fd, 4096).decode(errors="replace").strip() or "another process"
@@ -184,7 +182,8 @@ class DirectoryLock:
 
     def release(self) -> None:
         if self._fd >= 0:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # not if a hard link was made to it since: the note stays
+                files.check_in_place(self._fd, self.path)
                 os.ftruncate(self._fd, 0)
             self._close()  # closing drops the flock
 

@@ -7,6 +7,11 @@ outside the directory with content the directory chose. So every file gymjax wri
 ``O_NOFOLLOW``; temporary files are created with ``O_EXCL`` (a leftover one is unlinked first, and
 unlinking a link removes the link, not its target); and whole files are replaced by an atomic
 rename, which replaces a link itself, never what it points at.
+
+A hard link is no symbolic link: ``O_NOFOLLOW`` opens it, and it *is* the file outside. So the few
+files written in place (a lock's note, an appended metrics row) are opened with :func:`open_in_place`,
+which refuses a file with more than one link; every other file is replaced by a rename, which
+unlinks the name and leaves the other links' content alone.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import contextlib
 import errno
 import os
 import pathlib
+import stat
 from collections.abc import Iterator
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Linux and macOS have it; elsewhere the rename still protects
@@ -36,6 +42,30 @@ def open_fd(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
         if e.errno == errno.EEXIST and flags & os.O_EXCL:
             raise UnsafePath(errno.EEXIST, f"{path} appeared while gymjax was creating it", str(path)) from None
         raise
+
+
+def open_in_place(path: str | os.PathLike, flags: int) -> int:
+    """:func:`open_fd` for a file written in place (``O_CREAT`` allowed): refuses one that is not a regular
+    file, or that has another hard link, whose content a write here would change too."""
+    fd = open_fd(path, flags)
+    try:
+        check_in_place(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_in_place(fd: int, path: str | os.PathLike) -> None:
+    """Raises :class:`UnsafePath` unless ``fd`` (opened at ``path``) is a regular file with one link."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(errno.EINVAL, f"{path} is not a regular file", str(path))
+    if st.st_nlink > 1:
+        raise UnsafePath(
+            errno.EMLINK, f"{path} has {st.st_nlink} hard links; gymjax never writes in place to a file that "
+            f"is also elsewhere (remove it: the other links keep their content)", str(path),
+        )
 
 
 def _temporary(path: pathlib.Path) -> pathlib.Path:
@@ -64,7 +94,7 @@ def replace_text(path: str | os.PathLike, text: str) -> None:
 
 def append_text(path: str | os.PathLike, text: str) -> None:
     """Appends ``text`` in one ``write`` (a kill tears at most this text), creating ``path`` if needed."""
-    fd = open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    fd = open_in_place(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     with os.fdopen(fd, "a", newline="") as f:
         f.write(text)
 

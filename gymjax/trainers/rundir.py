@@ -12,8 +12,11 @@
 
 ``run.json``'s ``trackers`` names the MLflow / W&B runs the run logs to (``loggers=["mlflow"]``,
 ``gymjax train --logger mlflow``), by id, so that a resume continues the same tracker run:
-``{"mlflow": {"run_id", "tracking_uri", "experiment"}, "wandb": {"run_id", "project", "mode"}}``.
-A recorded MLflow tracking URI is never used to connect: it must equal the one the user gives.
+``{"mlflow": {"run_id", "tracking_uri", "experiment", "claim"}, "wandb": {"run_id", "project", "mode"}}``.
+A recorded MLflow tracking URI is never used to connect: it must equal the one the user gives. The
+MLflow run is tied to the directory by ``claim``, which every start renews: a copy of the directory,
+or a run.json taken from another run, cannot continue an MLflow run that another directory has
+continued since (:mod:`gymjax.trainers.trackers` says why and what to do instead).
 
 What it guarantees, for directories people share (downloaded results, a colleague's runs, a
 cluster disk):
@@ -23,7 +26,8 @@ cluster disk):
   names) before anything else; a damaged or foreign one is refused in one line naming the field.
 - **Nothing outside it is written.** A directory holding a symbolic link is refused (gymjax never
   makes one); every file is opened without following links and replaced by an atomic rename
-  (:mod:`gymjax.trainers.files`), the lock included.
+  (:mod:`gymjax.trainers.files`); the two written in place, the locks' notes and ``metrics.jsonl``,
+  are refused in one line when they have another hard link, whose file a write would change.
 - **One writer at a time**, by an ``fcntl`` lock on ``DIR/.lock`` that dies with its holder.
 - **Nothing saved is lost or mixed.** A fresh run refuses a directory holding another run's
   checkpoints or metrics; a start that fails before saving anything leaves no trace, so the

@@ -13,6 +13,17 @@ for bit, and a tracker cannot delete what it holds, so the steps up to the last 
 already has are not sent again. That last step, not the checkpoint's, is the right bound: the
 epochs between the two were logged before the kill, with the same training and evaluation values
 (only wall-time metrics of those epochs keep the first run's values).
+
+A run directory's MLflow run is tied to that directory (:func:`make`): every start of the directory
+takes a new random *claim*, which run.json's ``trackers.mlflow.claim`` and the MLflow run's tag
+``gymjax.claim`` both hold. A resume whose run.json does not hold the run's current claim is refused
+in one line, before anything is logged: its directory is a copy (``cp -r``) of one that has continued
+that MLflow run since, or its run.json was taken from another run. Continuing would mix two runs'
+points in one MLflow run, and the other run's own next points would never be logged (the tracker
+already holds their steps). The first copy to continue keeps the MLflow run, as a branch of a git
+repository keeps its name; the refusal says how the other starts a new MLflow run. A claim names no
+path, so a moved or remounted run directory continues its run. A run.json written before claims
+continues its run unchecked unless that run has been claimed since.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import shutil
 import struct
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -33,6 +45,8 @@ from gymjax.trainers.hooks import Hook, Metrics, Progress
 from gymjax.trainers.stopping import TrainingStopped
 
 NAMES = ("mlflow", "wandb")
+CLAIM_TAG = "gymjax.claim"  # the claim of the run directory that continues this MLflow run
+CLAIM_BEFORE_TAG = "gymjax.claim_before"  # the one it replaces, until run.json holds the new one
 DEFAULT_PROJECT = "gymjax"
 WANDB_MODES = ("online", "offline")
 
@@ -50,7 +64,8 @@ class TrackerOptions:
         run_name: the tracker run's name (default: the run directory's name).
         tags: tags; for MLflow ``key=value`` sets a tag's value (a plain tag gets an empty one).
         mlflow_tracking_uri: MLflow's store (default: ``MLFLOW_TRACKING_URI``, else MLflow's own).
-        wandb_mode: ``online`` or ``offline`` (default: ``WANDB_MODE``, else W&B's own).
+        wandb_mode: ``online`` or ``offline`` (default: a resumed run's recorded mode, else ``WANDB_MODE``,
+            else W&B's own); given, it switches a resumed run (``online`` to send it from now on).
     """
 
     project: str | None = None
@@ -176,32 +191,72 @@ class MLflowLogger(Tracker):
     name = "mlflow"
     STATUS: ClassVar[dict[str, str]] = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
 
-    def __init__(self, params: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None, **kwargs: Any):
+    def __init__(
+        self, params: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None,
+        claim: str | None = None, held_claim: str | None = None, **kwargs: Any,
+    ):
+        """``claim``: a run directory's new claim (see the module's docstring), tagged on the run;
+        ``held_claim``: the one its run.json holds, which a continued run's tag must equal (None: a
+        run.json from before claims, which continues a run never claimed)."""
         super().__init__(params, **kwargs)
         self.mlflow = _import("mlflow", type(self).__name__)
         from mlflow.tracking import MlflowClient
 
         self.tracking_uri = tracking_uri or self.mlflow.get_tracking_uri()
         self.client = MlflowClient(tracking_uri=self.tracking_uri)
+        self.claim, self.held_claim = claim, held_claim
+        self.claim_before = False  # whether the run's tag CLAIM_BEFORE_TAG is this start's to delete
 
     def record(self) -> dict[str, str]:
-        return {"run_id": self.run_id, "tracking_uri": self.tracking_uri, "experiment": self.project}
+        claim = {"claim": self.claim} if self.claim else {}
+        return {"run_id": self.run_id, "tracking_uri": self.tracking_uri, "experiment": self.project, **claim}
+
+    def before_training(self, progress: Progress, resumed: bool) -> None:
+        super().before_training(progress, resumed)
+        if self.claim_before:
+            # run.json holds the new claim by now (it is written before training): the old one no longer
+            # continues this run. Until here, a kill leaves a run.json with the old one, which may.
+            self.client.delete_tag(self.run_id, CLAIM_BEFORE_TAG)
+            self.claim_before = False
 
     def _open(self) -> None:
         try:
             if self.run_id is not None:
                 run = self.client.get_run(self.run_id)
+                self._check_claim(run.data.tags)
                 self.project = self.client.get_experiment(run.info.experiment_id).name
                 self.client.update_run(self.run_id, status="RUNNING")
+                if self.claim:
+                    # The old claim stays valid until run.json holds the new one (before_training).
+                    self.claim_before = self.held_claim is not None
+                    if self.claim_before:
+                        self.client.set_tag(self.run_id, CLAIM_BEFORE_TAG, self.held_claim)
+                    self.client.set_tag(self.run_id, CLAIM_TAG, self.claim)
                 return
             experiment = self.client.get_experiment_by_name(self.project)
             experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(self.project)
             tags = dict(tag.partition("=")[::2] for tag in self.tags)
+            if self.claim:
+                tags[CLAIM_TAG] = self.claim
             run = self.client.create_run(experiment_id, run_name=self.run_name, tags=tags)
         except self.mlflow.exceptions.MlflowException as e:
             what = f"run {self.run_id}" if self.run_id else f"a run in experiment {self.project!r}"
             raise TrackerError(f"MLflow at {self.tracking_uri}: cannot open {what}: {e.message}") from None
         self.run_id = run.info.run_id
+
+    def _check_claim(self, tags: dict[str, str]) -> None:
+        """Refuses a run another run directory has continued since (see the module's docstring)."""
+        if not self.claim:
+            return  # not a run directory's tracker: the caller chose the run by its id
+        held = {tags.get(CLAIM_TAG), tags.get(CLAIM_BEFORE_TAG)} - {None}
+        if self.held_claim in held or (self.held_claim is None and not held):
+            return
+        raise TrackerError(
+            f"MLflow run {self.run_id} is continued by another run directory (its tag {CLAIM_TAG} is "
+            f"{tags.get(CLAIM_TAG)}, run.json's trackers.mlflow.claim {self.held_claim}): this one is a "
+            f"copy or holds another run's run.json, and would mix their points; to log it to a new MLflow "
+            f"run, delete \"mlflow\" from run.json's \"trackers\" and resume with --logger mlflow"
+        )
 
     def _last_step(self) -> int | None:
         keys = self.client.get_run(self.run_id).data.metrics
@@ -353,8 +408,10 @@ def wandb_history(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]
 # -- run.json's record of them ---------------------------------------------------------------
 
 MLFLOW_ID = re.compile(r"[0-9a-f]{32}")
+CLAIM = re.compile(r"[0-9a-f]{32}")
 WANDB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # also a path component of W&B's offline segments
 FIELDS = {"mlflow": ("run_id", "tracking_uri", "experiment"), "wandb": ("run_id", "project", "mode")}
+OPTIONAL_FIELDS = {"mlflow": ("claim",), "wandb": ()}  # absent from a run.json written before claims
 
 
 def check_record(trackers: Any) -> None:
@@ -362,47 +419,57 @@ def check_record(trackers: Any) -> None:
 
     Nothing in it becomes a path or a choice of tracker: the ids are matched against the trackers'
     own id formats, and a recorded MLflow tracking URI is only compared with the one the user's
-    flags or environment give (see :func:`continued`).
+    flags or environment give (see :func:`same_store`).
     """
     if not isinstance(trackers, dict):
         raise ValueError(f"trackers must be an object of {NAMES}, got {trackers!r}")
     for name, entry in trackers.items():
         if name not in FIELDS:
             raise ValueError(f"trackers: unknown tracker {name!r}; known: {NAMES}")
-        if not isinstance(entry, dict) or sorted(entry) != sorted(FIELDS[name]):
-            raise ValueError(f"trackers.{name} must be an object with keys {list(FIELDS[name])}, got {entry!r}")
+        allowed = {*FIELDS[name], *OPTIONAL_FIELDS[name]}
+        if not isinstance(entry, dict) or not set(FIELDS[name]) <= set(entry) <= allowed:
+            raise ValueError(
+                f"trackers.{name} must be an object with keys {list(FIELDS[name])} (and optionally "
+                f"{list(OPTIONAL_FIELDS[name])}), got {entry!r}"
+            )
         for key, value in entry.items():
             if not isinstance(value, str) or not value or len(value) > 1000 or not value.isprintable():
                 raise ValueError(f"trackers.{name}.{key} must be a non-empty printable string, got {value!r}")
         pattern = MLFLOW_ID if name == "mlflow" else WANDB_ID
         if not pattern.fullmatch(entry["run_id"]):
             raise ValueError(f"trackers.{name}.run_id must match {pattern.pattern}, got {entry['run_id']!r}")
+        if "claim" in entry and not CLAIM.fullmatch(entry["claim"]):
+            raise ValueError(f"trackers.{name}.claim must match {CLAIM.pattern}, got {entry['claim']!r}")
         if name == "wandb" and entry["mode"] not in WANDB_MODES:
             raise ValueError(f"trackers.wandb.mode must be one of {WANDB_MODES}, got {entry['mode']!r}")
 
 
 def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded: dict[str, str] | None) -> Tracker:
-    """The tracker ``name`` for a run directory: a new tracker run, or the ``recorded`` one continued."""
+    """The tracker ``name`` for a run directory: a new tracker run, or the ``recorded`` one continued.
+    An MLflow run is claimed by the directory (see the module's docstring)."""
     require(name)
     kwargs = {"project": options.project, "run_name": options.run_name, "tags": options.tags}
     if name == "mlflow":
-        tracker = MLflowLogger(params, tracking_uri=options.mlflow_tracking_uri, **kwargs)
-        if recorded:
-            continued(tracker, recorded)
+        uri = options.mlflow_tracking_uri or _import("mlflow", MLflowLogger.__name__).get_tracking_uri()
+        if recorded:  # before the client, which creates a sqlite store: a refusal leaves none behind
+            same_store(recorded, uri)
+        held = recorded.get("claim") if recorded else None
+        tracker = MLflowLogger(params, tracking_uri=uri, claim=uuid.uuid4().hex, held_claim=held, **kwargs)
+        tracker.run_id = recorded["run_id"] if recorded else None
         return tracker
-    tracker = WandbLogger(params, mode=options.wandb_mode, **kwargs)
+    # A resume keeps the recorded mode: an offline run must not go online because a flag was not repeated.
+    tracker = WandbLogger(params, mode=options.wandb_mode or (recorded or {}).get("mode"), **kwargs)
     if recorded:
         tracker.run_id, tracker.project = recorded["run_id"], recorded["project"]
     return tracker
 
 
-def continued(tracker: MLflowLogger, recorded: dict[str, str]) -> None:
-    """Points ``tracker`` at the recorded run, in the store the user chose: a run.json never picks
-    the store (a ``sqlite:``/``file:`` URI is a path MLflow writes to)."""
-    if recorded["tracking_uri"] != tracker.tracking_uri:
+def same_store(recorded: dict[str, str], tracking_uri: str) -> None:
+    """Refuses to continue the recorded run in another store than the one the user chose: a run.json
+    never picks the store (a ``sqlite:``/``file:`` URI is a path MLflow writes to)."""
+    if recorded["tracking_uri"] != tracking_uri:
         raise TrackerError(
             f"run.json records MLflow run {recorded['run_id']} at {recorded['tracking_uri']}, but this start's "
-            f"tracking URI is {tracker.tracking_uri}; to continue that run pass --mlflow-tracking-uri "
+            f"tracking URI is {tracking_uri}; to continue that run pass --mlflow-tracking-uri "
             f"{recorded['tracking_uri']} (or set MLFLOW_TRACKING_URI) if you trust it"
         )
-    tracker.run_id = recorded["run_id"]

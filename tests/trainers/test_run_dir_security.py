@@ -153,6 +153,25 @@ def test_a_link_anywhere_in_a_run_directory_is_refused_and_nothing_outside_chang
     assert sorted(p.name for p in victim.parent.iterdir()) == ["victim.txt"]
 
 
+@pytest.mark.parametrize("name", [".lock", "checkpoints/.lock"])
+def test_a_hard_link_at_a_lock_is_refused_and_its_file_keeps_its_content(trained, tmp_path, victim, name):
+    # O_NOFOLLOW opens a hard link: it is the victim's own inode, which truncating the lock's note emptied.
+    fresh, resumed = tmp_path / "fresh", copy_of(trained, tmp_path)
+    for run in (fresh, resumed):
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).unlink(missing_ok=True)
+        os.link(victim, run / name)
+    commands = [["train", "--env", ENV, *FAST, "--timesteps", "256", "--run-dir", fresh],
+                ["train", "--run-dir", resumed, "--resume", "--timesteps", str(8 * 128), "--no-video"]]
+    for command in commands:
+        with pytest.raises(SystemExit) as error:
+            main(list(map(str, command)))
+        # 3: the victim's own name and both runs'
+        assert f"{name} has 3 hard links; gymjax never writes in place" in one_line(error)
+    assert not (fresh / "run.json").exists()  # the refused fresh start left nothing behind
+    assert os.stat(victim).st_nlink == 3
+
+
 def test_rendering_replaces_a_planted_link_instead_of_writing_through_it(trained, tmp_path, victim):
     run = copy_of(trained, tmp_path)
     (run / "policy.mp4").symlink_to(victim)
@@ -174,6 +193,10 @@ def test_the_files_module_never_writes_through_a_link(tmp_path, victim):
     target.unlink()
     target.symlink_to(victim)
     with pytest.raises(files.UnsafePath, match="is a symbolic link"):
+        files.append_text(target, "row\n")
+    target.unlink()
+    os.link(victim, target)  # appending to a hard link would write into the victim
+    with pytest.raises(files.UnsafePath, match="metrics.csv has 2 hard links"):
         files.append_text(target, "row\n")
 
 

@@ -67,11 +67,14 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
 
     with pytest.raises(SystemExit, match="pass --mlflow-tracking-uri sqlite:///"):  # run.json never picks the store
         main(["train", "--run-dir", str(run_dir), "--resume"])
+    assert not (tmp_path / "mlflow.db").exists()  # the default store, refused before its client made it
     assert main(["train", "--run-dir", str(run_dir), "--resume", "--mlflow-tracking-uri", uri]) == 0
 
     (run,) = client.search_runs([run.info.experiment_id])
-    assert json.loads((run_dir / "run.json").read_text())["trackers"]["mlflow"] == {
-        "run_id": run.info.run_id, "tracking_uri": uri, "experiment": "cartpole"}
+    recorded = json.loads((run_dir / "run.json").read_text())["trackers"]["mlflow"]
+    assert recorded == {"run_id": run.info.run_id, "tracking_uri": uri, "experiment": "cartpole",
+                        "claim": run.data.tags[trackers.CLAIM_TAG]}
+    assert trackers.CLAIM_BEFORE_TAG not in run.data.tags
     assert run.info.status == "FINISHED" and run.info.run_name == "run"
     assert run.data.tags["suite"] == "test" and run.data.tags["tiny"] == ""
     assert run.data.params["num_envs"] == "8" and run.data.params["env"] == ENV
@@ -90,6 +93,50 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
         assert all(3 * EPOCH < step <= logged for step in history), (key, history)
 
 
+def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_continued(tmp_path, monkeypatch):
+    needs("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under ./mlruns
+    uri, original, copy = f"sqlite:///{tmp_path}/store.db", tmp_path / "run", tmp_path / "copy"
+    options = trackers.TrackerOptions(mlflow_tracking_uri=uri)
+    quiet = {"console": False, "progress_bar": False, "video": False}
+    rundir.train(original, ENV, CONFIG, loggers=["mlflow"], tracker_options=options, **quiet)
+    shutil.copytree(original, copy)  # cp -r: the same run.json, the same checkpoints' run_id
+    rundir.train(copy, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)  # the first on
+    client = MlflowClient(uri)
+    run_id = json.loads((copy / "run.json").read_text())["trackers"]["mlflow"]["run_id"]
+    steps = [m.step for m in client.get_metric_history(run_id, "epoch")]
+    assert steps == [EPOCH, 2 * EPOCH, 3 * EPOCH]
+
+    # The original would log into the run its copy continued, and its own epoch 3 would never be logged.
+    with pytest.raises(rundir.RunDirectoryError, match="is continued by another run directory") as error:
+        rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
+    assert "\n" not in str(error.value) and "resume with --logger mlflow" in str(error.value)
+    assert [m.step for m in client.get_metric_history(run_id, "epoch")] == steps
+    assert client.get_run(run_id).info.status == "FINISHED"  # refused before the run was touched
+
+    # A run.json taken from another run (with no claim, or a made-up one) is refused alike.
+    for claim in ({}, {"claim": "0" * 32}):
+        record = json.loads((original / "run.json").read_text())
+        record["trackers"]["mlflow"] = {k: v for k, v in record["trackers"]["mlflow"].items() if k != "claim"}
+        record["trackers"]["mlflow"].update(claim)
+        (original / "run.json").write_text(json.dumps(record))
+        with pytest.raises(rundir.RunDirectoryError, match="is continued by another run directory"):
+            rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
+
+    # What the refusal says to do starts a new MLflow run; the copy still continues its own.
+    record = json.loads((original / "run.json").read_text())
+    del record["trackers"]["mlflow"]
+    (original / "run.json").write_text(json.dumps(record))
+    rundir.train(original, resume=True, num_timesteps=3 * EPOCH, loggers=["mlflow"], tracker_options=options,
+                 **quiet)
+    new_id = json.loads((original / "run.json").read_text())["trackers"]["mlflow"]["run_id"]
+    assert new_id != run_id and [m.step for m in client.get_metric_history(new_id, "epoch")] == [3 * EPOCH]
+    rundir.train(copy, resume=True, num_timesteps=4 * EPOCH, tracker_options=options, **quiet)
+    assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [*steps, 4 * EPOCH]
+
+
 def test_mlflow_logger_as_a_hook_of_ppo_train(tmp_path):
     needs("mlflow")
     from mlflow.tracking import MlflowClient
@@ -106,13 +153,15 @@ def test_mlflow_logger_as_a_hook_of_ppo_train(tmp_path):
 # -- W&B ------------------------------------------------------------------------------------
 
 
-def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch(tmp_path, offline_wandb):
+def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch(tmp_path, offline_wandb,
+                                                                                 monkeypatch):
     run_dir = tmp_path / "run"
     options = trackers.TrackerOptions(project="cartpole", tags=("tiny",))
     quiet = {"console": False, "progress_bar": False, "video": False}
     rundir.train(run_dir, ENV, CONFIG.replace(num_timesteps=3 * EPOCH), loggers=["wandb"], tracker_options=options,
                  **quiet)
     shutil.rmtree(run_dir / "checkpoints" / "3")  # resumes from epoch 2: epoch 3 is replayed
+    monkeypatch.delenv("WANDB_MODE")  # the resume keeps the recorded mode without being told
     rundir.train(run_dir, resume=True, num_timesteps=4 * EPOCH, **quiet)
 
     recorded = json.loads((run_dir / "run.json").read_text())["trackers"]["wandb"]
@@ -137,6 +186,14 @@ def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch
         assert plot.is_file() and not plot.is_symlink()
 
 
+def test_a_resumed_wandb_run_keeps_its_recorded_mode_unless_told_otherwise():
+    needs("wandb")
+    recorded = {"run_id": "abc", "project": "p", "mode": "offline"}
+    assert trackers.make("wandb", {}, trackers.TrackerOptions(), recorded).mode == "offline"
+    switched = trackers.make("wandb", {}, trackers.TrackerOptions(wandb_mode="online"), recorded)
+    assert switched.mode == "online" and switched.run_id == "abc"
+
+
 # -- run.json and the extras -----------------------------------------------------------------
 
 GOOD = {"run_id": "0" * 32, "tracking_uri": "sqlite:///x.db", "experiment": "e"}
@@ -148,6 +205,8 @@ GOOD = {"run_id": "0" * 32, "tracking_uri": "sqlite:///x.db", "experiment": "e"}
     ({"mlflow": {**GOOD, "extra": "x"}}, "must be an object with keys"),
     ({"mlflow": {**GOOD, "run_id": "../../etc"}}, "run_id must match"),
     ({"mlflow": {**GOOD, "tracking_uri": 3}}, "must be a non-empty printable string"),
+    ({"mlflow": {**GOOD, "claim": "../x"}}, "claim must match"),
+    ({"wandb": {"run_id": "abc", "project": "p", "mode": "offline", "claim": "0" * 32}}, "must be an object"),
     ({"wandb": {"run_id": "a/b", "project": "p", "mode": "offline"}}, "run_id must match"),
     ({"wandb": {"run_id": "abc", "project": "p", "mode": "disabled"}}, "mode must be one of"),
 ])
