@@ -104,7 +104,7 @@ def where(mask: jax.Array, on_true: Any, on_false: Any) -> Any:
     """``jnp.where`` over matching pytrees, ``mask`` broadcast from the leading axes."""
 
     def pick(a, b):
-        m = jnp.reshape(mask, mask.shape + (1,) * (a.ndim - mask.ndim))
+        m = jnp.reshape(mask, mask.shape + (1,) * (jnp.ndim(a) - mask.ndim))
         return jnp.where(m, a, b)
 
     return jax.tree.map(pick, on_true, on_false)

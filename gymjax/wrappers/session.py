@@ -418,7 +418,7 @@ class _Program:
             self._start_episodes,
             jax.ShapeDtypeStruct((n, 2), jnp.uint32),
             jax.ShapeDtypeStruct((n,), jnp.bool_),
-            jax.ShapeDtypeStruct((n, *key_shape()), jnp.uint32),
+            jax.ShapeDtypeStruct(stream_shape(n, batched), jnp.uint32),
         )
         self.start_shapes = starts[0]
         fetched = jax.eval_shape(self.view, starts[0])
@@ -428,7 +428,8 @@ class _Program:
 
     def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
         """One compiled reset: each env's seed key (:func:`seed_words`: ``seeds[i]`` holds its low and
-        high words) where ``given``, else the env's stream."""
+        high words) where ``given``, else the env's stream (a single env's: its one key, as it keeps it,
+        so that a reset runs no JAX operation outside this program)."""
         low, high = seeds[:, 0], seeds[:, 1]
         keyed = jax.vmap(jax.random.PRNGKey)(low)
         folded = jax.vmap(jax.random.fold_in)(keyed, high)
@@ -456,6 +457,11 @@ class _Program:
 
 def key_shape() -> tuple[int, ...]:
     return jax.eval_shape(jax.random.PRNGKey, 0).shape
+
+
+def stream_shape(num_envs: int, batched: bool) -> tuple[int, ...]:
+    """The shape of the keys a session's next reset draws from: one per env, or a single env's one."""
+    return (num_envs, *key_shape()) if batched else key_shape()
 
 
 def stack(base: Env, batched: bool, options: SessionOptions) -> tuple[Env, bool]:
@@ -626,7 +632,7 @@ class Session:
         words, given = self._seed_words(seed)
         stream = self._stream()
         if stream is None:  # the first reset: unseeded envs start a random stream
-            stream, given = np.zeros((self.num_envs, *key_shape()), np.uint32), np.ones_like(given)
+            stream, given = np.zeros(stream_shape(self.num_envs, self.batched), np.uint32), np.ones_like(given)
         self.state, keys = self._start(words, given, stream)
         if not self.batched:
             self._key = keys
@@ -651,10 +657,10 @@ class Session:
         return fresh, given
 
     def _stream(self) -> jax.Array | None:
-        """Each env's key for its next reset, ``[N, 2]``; None before the first reset."""
+        """Each env's key for its next reset (:func:`stream_shape`); None before the first reset."""
         if self.state is None:
             return None
-        return self.state.autoreset.key if self.batched else self._key[None]
+        return self.state.autoreset.key if self.batched else self._key
 
     def step(self, actions: Any, host: bool = True) -> None:
         """Dispatches one step of every env; JAX computes while the caller goes on.

@@ -118,6 +118,10 @@ CASES = [
     C(GYM, "make_vec(id, 2, vectorization_mode='sync')", CART, "gymnasium_make_vec", {"mode": "sync"}, cheap=True),
     C(GYM, "make_vec(id, 2, 'async') (fork, the default)", CART, "gymnasium_make_vec", {"mode": "async"},
       cheap=True, timeout_s=60),
+    # Making a MuJoCo env starts no JAX runtime (the engine is chosen without one), so a client that
+    # makes one env for the spaces and then forks its workers works as it does on CartPole.
+    C(GYM, "make_vec(id, 2, 'async') (fork, the default) on a MuJoCo id", "JaxHopper-v0", "gymnasium_make_vec",
+      {"mode": "async"}, cheap=True, timeout_s=90),
     # JAX's threads do not survive a fork: the workers refuse at once, naming 'spawn', instead of
     # hanging at their first JAX call.
     C(GYM, "make_vec(id, 2, 'async') (fork) after a gymjax env ran", CART, "gymnasium_make_vec",

@@ -75,6 +75,7 @@ def test_mujoco_warnings_show_once_and_write_no_log_file(tmp_path, monkeypatch):
         warnings.simplefilter("default")  # Python's usual filter: once per message and place
         for _ in range(10):
             states = step(states, jnp.zeros((8, 8)))
+        jax.block_until_ready(states)  # the warning comes when the step runs, not when it is dispatched
     unstable = [w for w in caught if "The simulation is unstable" in str(w.message)]
     assert len(unstable) == 1 and "Time =" not in str(unstable[0].message)
     assert not os.path.exists(tmp_path / "MUJOCO_LOG.TXT")

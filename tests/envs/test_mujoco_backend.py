@@ -303,3 +303,23 @@ def test_fields_randomized_earlier_go_back_to_nominal(pendulum_c):
     assert np.abs(nominal[:, 1] - 0.1).min() > 1e-4
     np.testing.assert_array_equal(after, nominal)  # gravity is back, though this call did not name it
     physics.close()
+
+
+def test_making_an_env_starts_no_jax_runtime():
+    """A client that makes one env for its spaces and then forks workers (Gymnasium's AsyncVectorEnv,
+    Tianshou's SubprocVectorEnv) needs JAX unstarted in the parent: its runtime does not survive a fork."""
+    import subprocess
+    import sys
+
+    script = (
+        "import gymnasium, gymjax\n"
+        "from jax._src import xla_bridge\n"
+        "for env_id in gymjax.envs.registered_ids():\n"
+        "    if gymjax.envs.spec(env_id).entry_point.startswith('gymjax.envs.mujoco.'):\n"
+        "        adapter = gymnasium.make(env_id)\n"
+        "        adapter.observation_space, adapter.action_space, adapter.unwrapped.init_qpos\n"
+        "        print(env_id, adapter.unwrapped.jax_env.engine, xla_bridge.backends_are_initialized())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert len(rows) >= 11 and all(row[1:] == ["mujoco", "False"] for row in rows), out.stdout + out.stderr[-2000:]

@@ -129,7 +129,7 @@ def test_an_unstable_simulation_warns_naming_it():
         warnings.simplefilter("always")
         stepped = jax.block_until_ready(jax.jit(jax.vmap(env.step))(state, jnp.zeros((4, 1))))
     said = [str(w.message) for w in caught if issubclass(w.category, MuJoCoWarning)]
-    assert said == ["MuJoCo: simulation 2: Nan, Inf or huge value in QVEL at DOF 0. The simulation is unstable."]
+    assert said == ["MuJoCo: simulation 2 of 4: Nan, Inf or huge value in QVEL at DOF 0. The simulation is unstable."]
     assert np.isfinite(np.asarray(stepped.obs)).all()  # MuJoCo reset the unstable one, as in Gymnasium
 
 

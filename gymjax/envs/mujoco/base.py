@@ -32,6 +32,7 @@ import copy
 import functools
 import io
 import importlib.resources
+import importlib.util
 import logging
 import numbers
 import os
@@ -104,7 +105,31 @@ def resolve_engine(engine: str) -> str:
     """``"mjx"`` or ``"mujoco"``; ``"auto"`` picks by the platform JAX runs on."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
-    return _auto_engine(jax.default_backend()) if engine == "auto" else engine
+    return _auto_engine(_platform()) if engine == "auto" else engine
+
+
+# JAX's plugins for accelerators (jax_plugins.<name>, or libtpu): without any, JAX runs on the CPU.
+_ACCELERATOR_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "jax_rocm7_plugin",
+                        "libtpu", "jax_plugins")
+
+
+def _platform() -> str:
+    """The platform JAX runs on, without starting JAX's runtime where it can be told otherwise.
+
+    A started runtime does not survive ``fork``: a client that makes one env to read its spaces and
+    then forks its workers (Gymnasium's ``AsyncVectorEnv``, Tianshou's ``SubprocVectorEnv``) would
+    find JAX unusable in them. ``JAX_PLATFORMS`` decides where it is set; with no accelerator
+    plugin installed, JAX can only run on the CPU; otherwise JAX is asked.
+    """
+    from jax._src import xla_bridge
+
+    if not xla_bridge.backends_are_initialized():
+        platforms = [p for p in (jax.config.jax_platforms or "").split(",") if p]
+        if platforms:
+            return platforms[0]
+        if not any(importlib.util.find_spec(name) for name in _ACCELERATOR_PLUGINS):
+            return "cpu"
+    return jax.default_backend()
 
 
 @functools.cache
@@ -279,19 +304,16 @@ class MujocoEnv(Env[mjx.Model]):
         self.data_fields = (*own, *(f for f in extra_data_fields if f not in own))
         self.camera = dict(default_camera_config or {})
         self._render_options(camera_id, camera_name, max_geom, visual_options)
-        mjx_model = self._mjx_model()
-        self._model = mjx.put_model(mjx_model)
         self._host = (
             make_engine(self.mj_model, frame_skip, self.data_fields, self.differenced_fields)
             if self.engine == "mujoco"
             else None
         )
         self._post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.data_fields))
-        # A zeroed Data, like MuJoCo's mj_resetData; reset writes qpos/qvel into it.
-        self._blank_data = mjx.make_data(mjx_model) if self.engine == "mjx" else None
-        # Gymnasium's init_qpos/init_qvel: a fresh MjData's, the model's qpos0 and zeros.
-        self.init_qpos = jnp.asarray(self.mj_model.qpos0, jnp.float32)
-        self.init_qvel = jnp.zeros(self.mj_model.nv, jnp.float32)
+        # Gymnasium's init_qpos/init_qvel: a fresh MjData's, the model's qpos0 and zeros. NumPy: making
+        # an env starts no JAX runtime (see _platform), and so neither do its params (default_params).
+        self.init_qpos = np.asarray(self.mj_model.qpos0, np.float32)
+        self.init_qvel = np.zeros(self.mj_model.nv, np.float32)
         self._renderers: dict[tuple[int, int], Any] = {}  # Gymnasium's MujocoRenderer, by size
         self._render_data: mujoco.MjData | None = None
         self._step_info: dict[str, jax.ShapeDtypeStruct] | None = None
@@ -314,6 +336,19 @@ class MujocoEnv(Env[mjx.Model]):
     def observation_box(self, size: int) -> gymnasium.spaces.Box:
         """Gymnasium's unbounded observation space of ``size`` numbers, in float32."""
         return gymnasium.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+
+    # Made on first use, which may come inside a trace: computed eagerly all the same, never a tracer.
+
+    @functools.cached_property
+    def _model(self) -> mjx.Model:
+        with jax.ensure_compile_time_eval():
+            return mjx.put_model(self._mjx_model())
+
+    @functools.cached_property
+    def _blank_data(self) -> mjx.Data:
+        """A zeroed Data, like MuJoCo's mj_resetData; an MJX reset writes qpos/qvel into it."""
+        with jax.ensure_compile_time_eval():
+            return mjx.make_data(self._mjx_model())
 
     @property
     def default_params(self) -> mjx.Model:

@@ -104,7 +104,7 @@ class Humanoid(MujocoEnv):
             "include_cfrc_ext_in_observation": include_cfrc_ext_in_observation,
         })
         mass = np.asarray(self.mj_model.body_mass)
-        self._mass_weights = jnp.asarray(mass / mass.sum(), jnp.float32)
+        self._mass_weights = np.asarray(mass / mass.sum(), np.float32)  # NumPy: no JAX runtime at make
 
     def outcome(self, before, after, action):
         x_velocity, y_velocity = (self._mass_weights @ change(before, after, "xipos"))[:2] / self.dt

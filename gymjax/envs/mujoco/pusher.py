@@ -61,7 +61,7 @@ class Pusher(MujocoEnv):
             lambda k: jax.random.uniform(k, (2,), jnp.float32, low, high),
             lambda c: jnp.linalg.norm(c - goal) > 0.17,
         )
-        qpos = self.init_qpos.at[-4:-2].set(cylinder).at[-2:].set(goal)
+        qpos = jnp.asarray(self.init_qpos).at[-4:-2].set(cylinder).at[-2:].set(goal)
         qvel = self.init_qvel + jax.random.uniform(key_vel, (self.mj_model.nv,), jnp.float32, -0.005, 0.005)
         return qpos, qvel.at[-4:].set(0.0)
 

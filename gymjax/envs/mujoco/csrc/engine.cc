@@ -322,17 +322,26 @@ void HushWarnings(Slot& s, const std::vector<int>& ids) {
   }
 }
 
+// One warning per kind a call raised: the simulations it names (the first few, and how many in
+// all), with the first one's details.
 void Warnings(Slot& s, const std::vector<int>& ids) {
   mjWarningStat* stats = mjb_warning(s.batch);
-  for (int id : ids) {
-    for (int k = 0; k < mjNWARNING; k++) {
+  for (int k = 0; k < mjNWARNING; k++) {
+    std::vector<int> raised;
+    int info = 0;
+    for (int id : ids) {
       const mjWarningStat& w = stats[static_cast<size_t>(id) * mjNWARNING + k];
       if (w.number > 0 && (w.number != 1 || w.lastinfo != kQuiet)) {
-        char text[1100];
-        std::snprintf(text, sizeof(text), "simulation %d: %s", id, mju_warningText(k, w.lastinfo));
-        mju_warning(text);
+        if (raised.empty()) info = w.lastinfo;
+        raised.push_back(id);
       }
     }
+    if (raised.empty()) continue;
+    std::string which = raised.size() == 1 ? "simulation " : "simulations ";
+    for (size_t j = 0; j < raised.size() && j < 5; j++) which += (j ? ", " : "") + std::to_string(raised[j]);
+    if (raised.size() > 5) which += " and " + std::to_string(raised.size() - 5) + " more";
+    std::string text = which + " of " + std::to_string(ids.size()) + ": " + mju_warningText(k, info);
+    mju_warning(text.c_str());
   }
 }
 
