@@ -273,7 +273,10 @@ def markdown(record: dict) -> list[str]:
             "data, nstep=frame_skip)` on the env's `mj_model` (with `mj_rnePostConstraint` where the task reads "
             "`cfrc_ext`); jitted env.step, `jax.jit(env.step)` of `gymjax.make(id)` waited for each step; the "
             "`gymnasium.make` step, the first column's figure as µs. Each is its own median, so the differences carry "
-            "the load's noise."
+            "the load's noise. The layers' states differ: the bare physics goes back to its reset state only every "
+            f"{RESET_PHYSICS_EVERY} steps and the jitted step only at termination (no time limit), where the adapter "
+            "and Gymnasium reset at every episode's end; where bodies fall and pile up contacts (Humanoid) or "
+            "episodes never terminate (HumanoidStandup) a layer can cost more than the one around it."
         ),
         "",
         "## Where a missed target's step goes",
