@@ -17,6 +17,7 @@ import sys
 COMMANDS = {
     "throughput": "benchmarks.throughput",
     "catalog": "benchmarks.catalog",
+    "single": "benchmarks.single",
     "training": "benchmarks.training",
     "distributed": "benchmarks.distributed",
     "external": "benchmarks.external",

@@ -1,29 +1,38 @@
-"""Every Gymnasium MuJoCo v5 task of the registry: throughput against EnvPool, and MJX's deviation.
+"""Every Gymnasium MuJoCo v5 task of the registry: throughput against EnvPool and MuJoCo's batch engine.
 
-    python -m benchmarks catalog                         # N = 16, 256: about 25 min on 2 cores
-    python -m benchmarks catalog --quick --out /tmp/cat  # N = 16, 2 rounds, MJX on two small tasks
+    python -m benchmarks catalog                         # N = 16, 256: about 15 min on 2 cores
+    python -m benchmarks catalog --mjx                   # and MJX with its deviation: about 45 min more
+    python -m benchmarks catalog --quick --out /tmp/cat  # N = 16, 2 rounds: a smoke run
 
 For each registered id whose reference is a Gymnasium MuJoCo ``*-v5`` (new ids are picked up):
 
-1. Throughput, random actions, at N = 16 and 256, four stacks built once and timed in
-   alternation (:func:`benchmarks.common.interleaved`) in one process, medians of the rounds,
+1. Throughput, random actions, at N = 16 and 256. Per task and N the in-process stacks are built
+   once and timed in alternation (:func:`benchmarks.common.interleaved`), medians of the rounds,
    the load average before and after each block and after each round:
 
-   - gymjax VectorEnv: ``gymnasium.make_vec(id, num_envs=N, engine="mujoco")`` (MuJoCo C inside
-     jit, NumPy out, same-step auto-reset);
+   - gymjax VectorEnv: ``gymnasium.make_vec(id, num_envs=N, engine="mujoco")`` (the native
+     engine inside jit, NumPy out, same-step auto-reset);
+   - gymjax in jit: ``jax.jit`` of a ``lax.scan`` over ``--unroll`` steps of
+     ``wrap_for_training(gymjax.make(id, engine="mujoco"))``, random actions drawn inside the jit,
+     auto-reset included: what the PPO trainer steps (:func:`benchmarks.throughput.training_scan`);
    - EnvPool: ``envpool.make_gymnasium("<Task>-v5", num_envs=N, num_threads=cores)``;
-   - host pool: gymjax's MuJoCo C thread pool alone (``HostPhysics.step`` on the task's model
-     and fields, no JAX, no reset: the bound for any MuJoCo C stepper here);
-   - MJX: ``jax.jit(jax.vmap(gymjax.make(id, engine="mjx").step))``, no auto-reset, timed in
-     fewer rounds, its compile time apart (and reported).
+   - batch ceiling: MuJoCo's own ``mujoco.batch.Batch(model, nsim=N, nthread=cores)`` stepped
+     from NumPy, the task's data fields bound, every state reset every 50 steps
+     (:func:`benchmarks.throughput.batch_ceiling`): the physics with nothing around it;
+   - MJX (``--mjx`` only): ``jax.jit(jax.vmap(gymjax.make(id, engine="mjx").step))``, no
+     auto-reset, timed in fewer rounds, its compile time apart (and reported).
 
-2. MJX deviation: 16 states from a random-action rollout of Gymnasium's ``*-v5``, put on both
-   engines with ``reset_to`` (Gymnasium's ``set_state``), then the same random actions for
-   100 steps on MJX and on the C engine: the largest relative error of obs and reward
-   (``|mjx - c| / max(1, |c|)``) after 1 step and after 100 steps (or at the C run's
+   Then EnvPool xla: EnvPool's ``env.xla()`` step in a jitted ``lax.scan``, in a process of its
+   own with a timeout (:mod:`benchmarks.envpool_xla`: it needs float64 JAX, and it was reported
+   to hang); a failure or a hang is the table's cell.
+
+2. MJX deviation (``--mjx`` only): 16 states from a random-action rollout of Gymnasium's
+   ``*-v5``, put on both engines with ``reset_to`` (Gymnasium's ``set_state``), then the same
+   random actions for 100 steps on MJX and on the C engine: the largest relative error of obs
+   and reward (``|mjx - c| / max(1, |c|)``) after 1 step and after 100 steps (or at the C run's
    termination, where each state stops), and whether the terminations agree.
 
-The builders of the C stacks are :mod:`benchmarks.throughput`'s.
+The builders of the in-process stacks are :mod:`benchmarks.throughput`'s.
 """
 
 from __future__ import annotations
@@ -42,11 +51,13 @@ import numpy as np
 from tqdm import tqdm
 
 import gymjax
-from benchmarks import common
-from benchmarks.throughput import THREADS, action_batches, action_cycle, envpool_env, host_pool, vector_env
+from benchmarks import common, envpool_xla
+from benchmarks.throughput import (
+    THREADS, action_batches, action_cycle, batch_ceiling, envpool_env, training_scan, vector_env,
+)  # fmt: skip
 
-STACKS = ("gymjax VectorEnv", "EnvPool", "host pool", "MJX")
-QUICK_MJX = ("JaxInvertedPendulum-v0", "JaxReacher-v0")  # quick mode compiles MJX for these only
+STACKS = ("gymjax VectorEnv", "gymjax in jit", "EnvPool", "EnvPool xla", "batch ceiling", "MJX")
+QUICK_MJX = ("JaxInvertedPendulum-v0", "JaxReacher-v0")  # quick mode with --mjx compiles MJX for these only
 DEVIATION_STATES = 16  # the MJX step compiled for N=16 serves the deviation too
 # MJX at N=256 is skipped where one step would take longer than this (16 x its N=16 step), or
 # where its N=16 compile took longer than --mjx-compile-cap: on 2 cores a second compile of
@@ -254,11 +265,13 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
     entry: dict = {"reference": spec.reference_id, "envpool_task": task}
     entry |= {"throughput": {}, "skipped": {}, "failed": {}}
     tasks[env_id] = entry
-    with_mjx = not args.quick or env_id in QUICK_MJX
-    mjx = MJX(env_id) if with_mjx else None
-    if mjx is None:
+    mjx = None
+    if not args.mjx:
+        entry["skipped"]["MJX"] = "not asked for (--mjx)"
+    elif args.quick and env_id not in QUICK_MJX:
         entry["skipped"]["MJX"] = "quick mode compiles MJX for " + ", ".join(QUICK_MJX) + " only"
     else:
+        mjx = MJX(env_id)
         entry["solver"] = mjx.solver()
         entry["deviation"] = deviation(env_id, mjx, args.deviation_steps, args.deviation_budget)
         if "capped" in entry["deviation"]:
@@ -266,26 +279,31 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
     if task is None:
         entry["skipped"]["EnvPool"] = "envpool is not installed, or has no " + spec.reference_id
     for n in args.sizes:
-        builders = {"gymjax VectorEnv": lambda n=n: vector_env(n, env_id, engine="mujoco")}
+        builders = {
+            "gymjax VectorEnv": lambda n=n: vector_env(n, env_id, engine="mujoco"),
+            "gymjax in jit": lambda n=n: training_scan(n, env_id, args.unroll, engine="mujoco"),
+        }
         if task is not None:
             builders["EnvPool"] = lambda n=n: envpool_env(n, task, num_threads=THREADS)
-        builders["host pool"] = lambda n=n: host_pool(n, env_id)
+        builders["batch ceiling"] = lambda n=n: batch_ceiling(n, env_id)
         skip_mjx = mjx_cap(mjx, n, args.mjx_compile_cap) if mjx is not None else None
         if skip_mjx:
             entry["skipped"][f"MJX N={n}"] = skip_mjx
         elif mjx is not None:
             builders["MJX"] = lambda n=n: mjx.stack(n, args.mjx_rounds)
-        stacks, failed = {}, {}
-        for name, build in builders.items():
-            try:
-                stacks[name] = build()
-            except Exception as err:  # noqa: BLE001 - a stack that cannot be built is reported, others measured
-                failed[name] = common.one_line(err)
+        stacks, failed = common.build(builders)
         load_before = list(os.getloadavg())
         block = common.interleaved(stacks, args.rounds, args.round_seconds, desc=f"{_short(env_id)} N={n}")
         if "MJX" in block["stacks"]:  # its compile came before the warm-up: clocked by MJX.stepped
             block["stacks"]["MJX"]["compile_s"] = mjx.compile_s[n]
         failed |= block.pop("failed")
+        if task is not None:  # right after the others, in a process of its own: see benchmarks.envpool_xla
+            xla = envpool_xla.measure(task, n, args.rounds, args.round_seconds, args.unroll, args.xla_timeout)
+            if "failed" in xla:
+                failed[envpool_xla.STACK] = xla["failed"]
+            else:
+                block["stacks"] |= xla["stacks"]
+                block["envpool_xla_load_1min_rounds"] = xla["load_1min_rounds"]
         entry["throughput"][str(n)] = block | {
             "load_before": load_before,
             "load_after": list(os.getloadavg()),
@@ -318,8 +336,13 @@ def mjx_cap(mjx: MJX, n: int, compile_cap: float) -> str | None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true", help="N = 16, 2 rounds: a smoke run (needs --out)")
     p.add_argument(
-        "--quick", action="store_true", help="N = 16, 2 rounds, MJX on two tasks: a smoke run (needs --out)"
+        "--mjx", action="store_true", help="MJX too, and its deviation (on two tasks with --quick); slow on CPU"
+    )
+    p.add_argument("--unroll", type=int, default=32, help="steps per jitted scan of the in-jit stacks (default 32)")
+    p.add_argument(
+        "--xla-timeout", type=float, default=120.0, help="seconds for EnvPool xla's process per N (default 120)"
     )
     p.add_argument("--sizes", type=int, nargs="+", default=[16, 256], help="N (default: 16 256; quick: 16)")
     p.add_argument("--rounds", type=int, default=5, help="rounds of the C stacks (default 5)")
@@ -360,6 +383,9 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         k: getattr(args, k)
         for k in (
             "quick",
+            "mjx",
+            "unroll",
+            "xla_timeout",
             "sizes",
             "rounds",
             "mjx_rounds",
@@ -370,7 +396,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         )
     }
     settings |= {"threads": THREADS, "mjx_max_call_s": MJX_MAX_CALL_S}
-    title = "Gymnasium MuJoCo v5 catalog: gymjax, EnvPool, the host pool and MJX"
+    title = "Gymnasium MuJoCo v5 catalog: gymjax, EnvPool and MuJoCo's batch engine" + (" and MJX" if args.mjx else "")
     record = common.new_record("catalog", argv, title + (" (quick)" if args.quick else ""), settings)
     tasks: dict = {}
     for env_id in tqdm(ids, desc="tasks", unit="task"):
@@ -391,17 +417,20 @@ def _median(tasks: dict, env_id: str, n: str, stack: str) -> float | None:
 
 
 def ratios(tasks: dict) -> dict:
-    """Per task and N: VectorEnv / EnvPool, VectorEnv / host pool, host pool / EnvPool, MJX / VectorEnv."""
+    """Per task and N: VectorEnv / EnvPool, in jit / batch ceiling, in jit / EnvPool xla,
+    VectorEnv / batch ceiling, batch ceiling / EnvPool, MJX / VectorEnv."""
     out = {}
     for env_id, entry in tasks.items():
         out[env_id] = {}
         for n in entry["throughput"]:
-            vec, ep, pool, mjx = (_median(tasks, env_id, n, s) for s in STACKS)
+            vec, jit, ep, xla, ceiling, mjx = (_median(tasks, env_id, n, s) for s in STACKS)
             div = lambda a, b: a / b if a and b else None
             out[env_id][n] = {
                 "vector_envpool": div(vec, ep),
-                "vector_pool": div(vec, pool),
-                "pool_envpool": div(pool, ep),
+                "jit_ceiling": div(jit, ceiling),
+                "jit_xla": div(jit, xla),
+                "vector_ceiling": div(vec, ceiling),
+                "ceiling_envpool": div(ceiling, ep),
                 "mjx_vector": div(mjx, vec),
             }
     return out
@@ -429,32 +458,35 @@ def _round_loads(results: dict) -> str:
     )
 
 
+def _cells(entry: dict, n: str, block: dict) -> dict[str, str]:
+    """Each stack's cell at ``n``: its median, or why there is none."""
+    st, cell = block["stacks"], {}
+    for s in STACKS:
+        why = entry["failed"].get(f"{s} N={n}")
+        cell[s] = _n(st[s]["median"]) if s in st else f"failed: {why}" if why else "-"
+    if "MJX" in st:
+        cell["MJX"] += f" ({st['MJX']['compile_s']:.0f})"
+    elif f"MJX N={n}" in entry["skipped"]:
+        cell["MJX"] = "capped"
+    elif "MJX" in entry["skipped"]:
+        cell["MJX"] = "skipped"
+    return cell
+
+
 def throughput_table(results: dict) -> list[str]:
-    lines = [
-        (
-            "| task | N | gymjax VectorEnv | EnvPool | host pool | MJX (compile s) | VectorEnv / EnvPool "
-            "| VectorEnv / host pool | load 1 min before → after |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    with_mjx = any("deviation" in e for e in results["tasks"].values())
+    shown = STACKS if with_mjx else STACKS[:-1]
+    heads = [*(f"{s} (compile s)" if s == "MJX" else s for s in shown)]
+    heads += ["VectorEnv / EnvPool", "in jit / ceiling", "in jit / EnvPool xla", "load 1 min before → after"]
+    lines = ["| task | N | " + " | ".join(heads) + " |", "|---" * (len(heads) + 2) + "|"]
     for env_id, entry in results["tasks"].items():
         for n, block in entry["throughput"].items():
-            st = block["stacks"]
             r = results["ratios"][env_id][n]
-            cell = {s: _n(st[s]["median"]) if s in st else "-" for s in STACKS}
-            for s in STACKS:
-                if f"{s} N={n}" in entry["failed"] and s not in st:
-                    cell[s] = "failed"
-            if "MJX" in st:
-                cell["MJX"] += f" ({st['MJX']['compile_s']:.0f})"
-            elif f"MJX N={n}" in entry["skipped"]:
-                cell["MJX"] = "capped"
-            elif "MJX" in entry["skipped"]:
-                cell["MJX"] = "skipped"
+            cell = _cells(entry, n, block)
             lines.append(
                 f"| {_short(env_id)} | {n} | "
-                + " | ".join(cell[s] for s in STACKS)
-                + f" | {_r(r['vector_envpool'])} | {_r(r['vector_pool'])} "
+                + " | ".join(cell[s] for s in shown)
+                + f" | {_r(r['vector_envpool'])} | {_r(r['jit_ceiling'])} | {_r(r['jit_xla'])} "
                 f"| {block['load_before'][0]:.1f} → {block['load_after'][0]:.1f} |"
             )
     return lines
@@ -490,49 +522,62 @@ def gap_lines(results: dict, n: str) -> list[str]:
     lines = []
     for env_id in results["tasks"]:
         r = results["ratios"][env_id].get(n)
-        if r and r["vector_envpool"] is None and r["pool_envpool"] is not None:
+        if r and r["vector_envpool"] is None and r["ceiling_envpool"] is not None:
             lines.append(
-                f"- **{_short(env_id)}**: no VectorEnv figure (it failed, see Failed); the host pool alone runs "
-                f"at {r['pool_envpool']:.2f} x EnvPool, the bound on what a VectorEnv could reach."
+                f"- **{_short(env_id)}**: no VectorEnv figure (it failed, see Failed); the batch ceiling runs "
+                f"at {r['ceiling_envpool']:.2f} x EnvPool, the bound on what a VectorEnv could reach."
             )
-        if not r or r["vector_envpool"] is None or r["vector_envpool"] >= 1:
+        if not r or r["vector_envpool"] is None or r["vector_envpool"] >= 1 or r["ceiling_envpool"] is None:
             continue
-        vec, ep, pool = (_median(results["tasks"], env_id, n, s) for s in STACKS[:3])
-        per = {
-            k: int(n) / v * 1e3 for k, v in (("vec", vec), ("pool", pool), ("ep", ep))
-        }  # ms per batch step
-        outside = per["vec"] - per["pool"]
-        physics_gap = per["pool"] - per["ep"]
+        vec, jit, ep, _, ceiling, _ = (_median(results["tasks"], env_id, n, s) for s in STACKS)
+        per = {k: int(n) / v * 1e3 for k, v in (("vec", vec), ("jit", jit), ("ceiling", ceiling), ("ep", ep))}
+        outside = per["vec"] - per["ceiling"]
+        physics_gap = per["ceiling"] - per["ep"]
         where = (
-            "mostly the physics itself: the host pool alone is already below EnvPool"
+            "mostly the physics itself: MuJoCo's batch engine alone is already below EnvPool"
             if physics_gap > outside
-            else "mostly outside the physics: JAX around the callback, the auto-reset and the adapter"
+            else "mostly outside the physics: JAX around the engine, the auto-reset and the adapter"
         )
-        if outside < 0:  # the never-reset states cost the pool more than the VectorEnv's whole step
-            where = (
-                "not split by the host pool here: its states never reset (fallen bodies in contact) and cost "
-                "more than the VectorEnv's whole step, so it bounds nothing for this task"
-            )
         lines.append(
             f"- **{_short(env_id)}** (VectorEnv / EnvPool {r['vector_envpool']:.2f}): a {n}-env step takes "
-            f"{per['vec']:.2f} ms in the VectorEnv, {per['pool']:.2f} ms in the host pool and {per['ep']:.2f} ms "
-            f"in EnvPool. The gap is {where} (host pool / EnvPool {r['pool_envpool']:.2f}; "
-            f"{outside:+.2f} ms outside the physics)."
+            f"{per['vec']:.2f} ms in the VectorEnv, {per['jit']:.2f} ms in jit, {per['ceiling']:.2f} ms in the "
+            f"batch ceiling and {per['ep']:.2f} ms in EnvPool. The gap is {where} (ceiling / EnvPool "
+            f"{r['ceiling_envpool']:.2f}; {outside:+.2f} ms outside the physics in the VectorEnv)."
         )
     return lines or [f"- gymjax's VectorEnv is at or above EnvPool at N={n} for every task."]
 
 
 def summary(record: dict) -> list[str]:
     s, results = record["settings"], record["results"]
+    mjx = f" (MJX in the first {s['mjx_rounds']})" if s["mjx"] else ""
     return [
         (
-            f"Env steps/s, random actions; per task and N the stacks are built once and timed in alternation, "
-            f"{s['rounds']} rounds of about {s['round_seconds']:g} s (MJX in the first {s['mjx_rounds']}); medians. "
-            f"Load (1 min) over the rounds {_round_loads(results)}. MJX's deviation from MuJoCo C is in the report."
+            f"Env steps/s, random actions; per task and N the in-process stacks are built once and timed in "
+            f"alternation, {s['rounds']} rounds of about {s['round_seconds']:g} s{mjx}; medians. EnvPool xla is "
+            f"timed right after, in a process of its own ({s['xla_timeout']:g} s at most). In-jit stacks: "
+            f"{s['unroll']} steps per jitted scan. Load (1 min) over the rounds {_round_loads(results)}."
         ),
         "",
         *throughput_table(results),
     ]
+
+
+STACK_NOTES = (
+    'gymjax VectorEnv: `gymnasium.make_vec(id, N, engine="mujoco")` (the native engine: MuJoCo\'s batch '
+    "engine through one XLA FFI call per batched step; same-step auto-reset, NumPy out). "
+    "gymjax in jit: `jax.jit` of a `lax.scan` over {unroll} steps of "
+    '`wrap_for_training(gymjax.make(id, engine="mujoco"))`, random actions drawn inside the jit, auto-reset '
+    "included: what the PPO trainer steps. EnvPool: `envpool.make_gymnasium` of the same `*-v5` task, "
+    "`num_threads` = cores. EnvPool xla: `env.xla()`'s `step` in a jitted `lax.scan` of {unroll} calls, random "
+    "float64 actions drawn inside the jit, in a process of its own (EnvPool's MuJoCo actions need "
+    "`jax_enable_x64`); its `async_reset` is answered by a `recv` before the scan, as EnvPool's protocol wants "
+    "(without it the scan crashed here). Batch ceiling: `mujoco.batch.Batch(model, nsim=N, nthread=cores)` "
+    "stepped from NumPy (`ctrl` written, `step(nstep=frame_skip)`), the task's data fields bound so their "
+    "copies are paid, every state back to a reset draw every 50 steps (all at once, one `forward`); no JAX, no "
+    "observation, no reward, no termination. It runs no "
+    "`mj_rnePostConstraint` (the Python batch has no way to), which the tasks reading `cfrc_ext` (Ant, "
+    "Humanoid, HumanoidStandup) pay on every step: for those it bounds from above by that much."
+)
 
 
 def markdown(record: dict) -> list[str]:
@@ -541,28 +586,7 @@ def markdown(record: dict) -> list[str]:
     skipped = [f"- {_short(i)}, {what}: {why}" for i, e in tasks for what, why in e["skipped"].items()]
     failed = [f"- {_short(i)}, {what}: `{why}`" for i, e in tasks for what, why in e["failed"].items()]
     n = str(max(record["settings"]["sizes"]))
-    return [
-        "## Throughput (env steps/s)",
-        "",
-        *summary(record),
-        "",
-        (
-            'gymjax VectorEnv: `gymnasium.make_vec(id, N, engine="mujoco")` (same-step auto-reset, NumPy out). '
-            "EnvPool: the same `*-v5` task, `num_threads` = cores. Host pool: gymjax's MuJoCo C thread pool alone "
-            "(`HostPhysics.step`, the task's fields, no JAX, states never reset), the bound for any MuJoCo C stepper "
-            'here. MJX: `jax.jit(jax.vmap(env.step))`, `engine="mjx"`, no auto-reset; its compile (s) in '
-            "brackets, not in the figure."
-        ),
-        "",
-        "## Where the time goes",
-        "",
-        (
-            f"Tasks where gymjax's VectorEnv is below EnvPool at N={n}, from the medians above "
-            "(ms per batch step = N / steps/s). The host pool runs no resets, so its states drift (fallen bodies, "
-            "more contacts or fewer) where the other two reset: read it as the physics' cost, give or take that."
-        ),
-        "",
-        *gap_lines(results, n),
+    mjx = [
         "",
         "## MJX deviation from MuJoCo C",
         "",
@@ -576,6 +600,29 @@ def markdown(record: dict) -> list[str]:
         ),
         "",
         *deviation_table(results),
+    ]
+    return [
+        "## Throughput (env steps/s)",
+        "",
+        *summary(record),
+        "",
+        STACK_NOTES.format(unroll=record["settings"]["unroll"]),
+        *(
+            [" MJX: `jax.jit(jax.vmap(env.step))`, `engine=\"mjx\"`, no auto-reset; its compile (s) in brackets."]
+            if record["settings"]["mjx"]
+            else []
+        ),
+        "",
+        "## Where the time goes",
+        "",
+        (
+            f"Tasks where gymjax's VectorEnv is below EnvPool at N={n}, from the medians above "
+            "(ms per batch step = N / steps/s). The batch ceiling resets on its own schedule, so its states differ "
+            "from the others' (more contacts or fewer): read it as the physics' cost, give or take that."
+        ),
+        "",
+        *gap_lines(results, n),
+        *(mjx if record["settings"]["mjx"] else []),
         *common.listed("Skipped or capped", skipped),
         *common.listed("Failed", failed),
     ]
@@ -588,13 +635,14 @@ def plot(record: dict, path: pathlib.Path) -> None:
     cols = 4
     rows = math.ceil((len(ids) + 1) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
-    colors = dict(zip(STACKS, ("tab:blue", "tab:orange", "tab:gray", "tab:green")))
+    colors = dict(zip(STACKS, ("tab:blue", "tab:cyan", "tab:orange", "tab:red", "tab:gray", "tab:green")))
+    shown = STACKS if record["settings"]["mjx"] else STACKS[:-1]
     for ax, env_id in zip(axes.flat, ids):
         blocks = results["tasks"][env_id]["throughput"]
-        common.stack_bars(ax, blocks, STACKS, colors)
+        common.stack_bars(ax, blocks, shown, colors)
         ax.set_yscale("log")
         missing = [f"N={n}" for n, block in blocks.items() if "MJX" not in block["stacks"]]
-        if missing:
+        if missing and record["settings"]["mjx"]:
             ax.text(
                 0.02,
                 0.97,

@@ -123,6 +123,17 @@ def interleaved(
     }
 
 
+def build(builders: Mapping[str, Callable[[], Stepper]]) -> tuple[dict[str, Stepper], dict[str, str]]:
+    """Each builder called: the stacks built, and the error of each that raised, in one line."""
+    stacks, failed = {}, {}
+    for name, make in builders.items():
+        try:
+            stacks[name] = make()
+        except Exception as err:  # noqa: BLE001 - a stack that cannot be built is reported, others measured
+            failed[name] = one_line(err)
+    return stacks, failed
+
+
 def _close(stack: Stepper) -> None:
     if stack.close is not None:
         stack.close()

@@ -222,6 +222,74 @@ def host_pool(n: int, env_id: str = "JaxAnt-v0") -> common.Stepper:
     return common.Stepper(step, n, close)
 
 
+def batch_ceiling(n: int, env_id: str = "JaxAnt-v0", episode: int = 50) -> common.Stepper:
+    """MuJoCo's own batch engine stepped from NumPy, no JAX: ``mujoco.batch.Batch(model, nsim=n,
+    nthread=cores)`` on the task's model, ``ctrl`` written and ``step(nstep=frame_skip)`` per call,
+    the task's ``data_fields`` bound so that their copies out are paid.
+
+    The states evolve from reset draws and all go back to them every ``episode`` calls, in one
+    ``forward`` call. Left to evolve for a whole time limit, fallen bodies pile up contacts that an
+    auto-resetting batch never meets (Humanoid ran at half its rate so); resetting a few envs on
+    every call instead costs a batch call of its own each step (Ant lost a sixth)."""
+    import jax
+    from mujoco.batch import Batch
+
+    import gymjax
+
+    env = gymjax.make(env_id, engine="mujoco")
+    batch = Batch(env.mj_model, nsim=n, nthread=THREADS)
+    qpos, qvel = jax.jit(jax.vmap(env.initial_state))(jax.random.split(jax.random.PRNGKey(0), n))
+    qpos, qvel = np.asarray(qpos, np.float64), np.asarray(qvel, np.float64)
+    outputs = [batch.bind(name) for name in env.data_fields]  # registered: copied out after every step
+    action = action_cycle(env.action_space, n, dtype=np.float64)
+    calls = [0]
+
+    def step() -> None:
+        if calls[0] % episode == 0:
+            batch.qpos[:], batch.qvel[:] = qpos, qvel
+            batch.forward()
+        calls[0] += 1
+        batch.ctrl[:] = action()
+        batch.step(nstep=env.frame_skip)
+
+    def close() -> None:
+        outputs.clear()
+        env.close()
+
+    return common.Stepper(step, n, close)
+
+
+def training_scan(n: int, env_id: str = "JaxAnt-v0", unroll: int = 32, **options) -> common.Stepper:
+    """What the PPO trainer steps: ``jax.jit`` of a ``lax.scan`` over ``unroll`` steps of
+    ``wrap_for_training(gymjax.make(env_id))`` (time limit, vmap, auto-reset), uniform random actions
+    drawn inside the jit; one call is ``unroll * n`` env steps."""
+    import jax
+
+    import gymjax
+    from gymjax.wrappers.training import wrap_for_training
+
+    base = gymjax.make(env_id, **options)
+    env = wrap_for_training(base)
+    low, high = base.action_space.low, base.action_space.high
+
+    def one(state, key):
+        return env.step(state, jax.random.uniform(key, (n, *low.shape), minval=low, maxval=high)), None
+
+    @jax.jit
+    def rollout(state, key):
+        key, use = jax.random.split(key)
+        state, _ = jax.lax.scan(one, state, jax.random.split(use, unroll))
+        return state, key
+
+    carry = [(jax.jit(env.reset)(jax.random.split(jax.random.PRNGKey(0), n)), jax.random.PRNGKey(1))]
+
+    def step() -> None:
+        carry[0] = rollout(*carry[0])
+        jax.block_until_ready(carry[0][0].obs)
+
+    return common.Stepper(step, unroll * n, base.close)
+
+
 def brax_ant(n: int, backend: str) -> common.Stepper:
     """``brax.envs.get_environment("ant", backend=...)``."""
     import gymnasium

@@ -330,3 +330,79 @@ def test_every_miss_in_the_committed_suite_says_why():
 
     results = json.loads((common.RESULTS / "suite.json").read_text())["results"]
     assert results["rows"] and all("Not explained yet." not in line for line in suite.missed(results))
+
+
+# -- the catalog and the single env ---------------------------------------------------------------
+
+
+def command(name: str, out: pathlib.Path, *flags: str) -> dict:
+    """``python -m benchmarks <name> --quick --out out <flags>``, which must succeed; its record."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks", name, "--quick", "--out", str(out), *flags],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    text, png = (out / f"{name}.md").read_text(), (out / f"{name}.png").read_bytes()
+    record = json.loads((out / f"{name}.json").read_text())
+    assert "\n".join(record["summary"]) in text and png.startswith(PNG_SIGNATURE) and len(png) > 10_000
+    return record
+
+
+def test_the_catalogs_quick_run_times_every_stack_or_says_why_not(tmp_path):
+    from benchmarks import catalog
+
+    record = command("catalog", tmp_path, "--ids", "JaxInvertedPendulum-v0")
+    entry = record["results"]["tasks"]["JaxInvertedPendulum-v0"]
+    block = entry["throughput"]["16"]
+    assert {"gymjax VectorEnv", "gymjax in jit", "batch ceiling"} <= set(block["stacks"])
+    # EnvPool is an optional peer: measured, or skipped (not installed) or failed, with the reason
+    for peer in ("EnvPool", "EnvPool xla"):
+        assert peer in block["stacks"] or "EnvPool" in entry["skipped"] or f"{peer} N=16" in entry["failed"]
+    assert entry["skipped"]["MJX"] == "not asked for (--mjx)" and "deviation" not in entry
+    assert all(len(f["samples"]) == 2 and f["median"] > 0 for f in block["stacks"].values())
+    # an in-jit call is a scan of --unroll steps of N envs: its steps/s count them all
+    assert block["stacks"]["gymjax in jit"]["calls_per_round"] >= 1 and record["settings"]["unroll"] == 32
+    r = record["results"]["ratios"]["JaxInvertedPendulum-v0"]["16"]
+    med = {s: block["stacks"][s]["median"] for s in block["stacks"]}
+    assert r["jit_ceiling"] == pytest.approx(med["gymjax in jit"] / med["batch ceiling"])
+    if "EnvPool" in med:
+        assert r["vector_envpool"] == pytest.approx(med["gymjax VectorEnv"] / med["EnvPool"])
+    cells = catalog._cells(entry, "16", block)
+    assert cells["gymjax in jit"] == f"{med['gymjax in jit']:,.0f}"
+
+
+def test_a_peer_that_hangs_is_a_cell_not_a_stalled_run():
+    from benchmarks import envpool_xla
+
+    start = time.monotonic()
+    # too short for its worker even to import JAX: the timeout's path, with or without EnvPool
+    assert envpool_xla.measure("Hopper-v5", 16, 1, 0.1, 4, timeout_s=0.5) == {"failed": "hung > 0.5 s"}
+    assert time.monotonic() - start < 30
+
+
+def test_the_single_env_run_compares_each_id_with_its_reference_and_splits_mujoco_steps(tmp_path):
+    record = command("single", tmp_path, "--ids", "JaxInvertedPendulum-v0", "JaxCartPole-v0")
+    tasks = record["results"]["tasks"]
+    assert set(tasks) == {"JaxInvertedPendulum-v0", "JaxCartPole-v0"}
+    for e in tasks.values():
+        ours, theirs = (e["stacks"][k]["median"] for k in ("gymjax", "Gymnasium"))
+        assert e["ratio"] == pytest.approx(ours / theirs) and not e["failed"]
+        assert len(e["load_1min_rounds"]) == 2
+    pendulum, cartpole = tasks["JaxInvertedPendulum-v0"], tasks["JaxCartPole-v0"]
+    assert pendulum["target"] == 0.5 and cartpole["target"] is None and "split_us" not in cartpole
+    us = pendulum["split_us"]
+    assert us["gymjax"] == pytest.approx(1e6 / pendulum["stacks"]["gymjax"]["median"])
+    assert 0 < us["physics"] and 0 < us["jitted env.step"]
+    assert "| InvertedPendulum | InvertedPendulum-v5 |" in (tmp_path / "single.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["single", "--quick"], "give --out"),
+        (["single", "--ids", "JaxMultiAnt-v0"], "not ids with a reference"),
+        (["catalog", "--ids", "JaxCartPole-v0"], "not MuJoCo v5 ids"),
+    ],
+)
+def test_the_catalog_and_single_refuse_bad_flags_before_any_work(flags, message):
+    done = subprocess.run([sys.executable, "-m", "benchmarks", *flags], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode != 0 and message in done.stderr, done.stderr[-2000:]

@@ -1,0 +1,312 @@
+"""One env, as CleanRL, SB3's ``DummyVecEnv`` and rl-zoo step it: ``gymnasium.make(id)`` against Gymnasium's own.
+
+    python -m benchmarks single                          # every id with a reference: about 6 min on 2 cores
+    python -m benchmarks single --quick --out /tmp/one   # 2 rounds of 0.1 s: a smoke run
+
+For every registered single-agent id with a reference (``gymjax.envs.spec(id).reference_id``: the
+MuJoCo ``*-v5`` tasks and classic control; new ids are picked up), one process builds
+``gymnasium.make(id)`` (ours) and ``gymnasium.make(reference_id)`` (theirs) once and times them in
+alternation (:func:`benchmarks.common.interleaved`): one step a call, random actions, a reset when
+an episode ends; medians of the rounds, the ratio ours / theirs, the load beside each row.
+
+For the MuJoCo tasks two more layers are timed in the same alternation, to split where one of our
+steps goes (microseconds per step):
+
+- physics: ``mujoco.mj_step(model, data, nstep=frame_skip)`` on the env's ``mj_model`` (plus
+  ``mj_rnePostConstraint`` where the task reads ``cfrc_ext``), random controls, no Python around it;
+- ``jax.jit(env.step)`` of the unwrapped JAX env (``gymjax.make(id)``), waited for each step, a
+  jitted ``reset`` when an episode ends;
+- the adapter: the whole ``gymnasium.make(id)`` step (the first figure, in microseconds).
+
+The issue's targets (42): >= 0.5x Gymnasium on every MuJoCo task, >= 1.0x on Ant, Humanoid and
+HumanoidStandup, whose physics dominate; classic control is reported without one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+
+import numpy as np
+from tqdm import tqdm
+
+from benchmarks import common
+
+OURS, THEIRS, PHYSICS, JITTED = "gymjax", "Gymnasium", "physics", "jitted env.step"
+TARGETS = {"Ant-v5": 1.0, "Humanoid-v5": 1.0, "HumanoidStandup-v5": 1.0}  # the others on MuJoCo: 0.5
+MUJOCO_TARGET = 0.5
+RESET_PHYSICS_EVERY = 1000  # mj_steps' calls before the bare physics goes back to its reset state
+
+
+def reference_ids() -> dict[str, str]:
+    """Every registered id with a Gymnasium reference, and that reference."""
+    import gymjax
+
+    out = {}
+    for env_id in gymjax.envs.registered_ids():
+        ref = gymjax.envs.spec(env_id).reference_id
+        if ref:
+            out[env_id] = ref
+    return out
+
+
+def is_mujoco(reference: str) -> bool:
+    import gymnasium
+
+    entry = gymnasium.spec(reference).entry_point
+    return isinstance(entry, str) and entry.startswith("gymnasium.envs.mujoco.")
+
+
+def target(reference: str) -> float | None:
+    return TARGETS.get(reference, MUJOCO_TARGET) if is_mujoco(reference) else None
+
+
+# -- the stacks: one step per call ----------------------------------------------------------------
+
+
+def gymnasium_env(env_id: str, seed: int = 0) -> common.Stepper:
+    """``gymnasium.make(env_id)`` stepped with random actions, reset when its episode ends."""
+    import gymnasium
+
+    import gymjax  # noqa: F401  (registers the ids)
+
+    env = gymnasium.make(env_id)
+    env.action_space.seed(seed)
+    actions = [env.action_space.sample() for _ in range(64)]
+    env.reset(seed=seed)
+    t = [0]
+
+    def step() -> None:
+        t[0] += 1
+        _, _, terminated, truncated, _ = env.step(actions[t[0] % len(actions)])
+        if terminated or truncated:
+            env.reset()
+
+    return common.Stepper(step, 1, env.close)
+
+
+def bare_physics(env_id: str, seed: int = 0) -> common.Stepper:
+    """MuJoCo C alone on the env's model: ``mj_step`` ``frame_skip`` times (and ``mj_rnePostConstraint``
+    where the task reads ``cfrc_ext``), random controls; back to the reset state every so often."""
+    import mujoco
+
+    import gymjax
+    from gymjax.envs.mujoco.host import POST_CONSTRAINT_FIELDS
+
+    env = gymjax.make(env_id, engine="mujoco")
+    model, data = env.mj_model, mujoco.MjData(env.mj_model)
+    post = bool(POST_CONSTRAINT_FIELDS & set(env.data_fields))
+    space = env.action_space
+    controls = np.random.default_rng(seed).uniform(space.low, space.high, (64, *space.shape))
+    t = [0]
+
+    def step() -> None:
+        if t[0] % RESET_PHYSICS_EVERY == 0:
+            mujoco.mj_resetData(model, data)
+        t[0] += 1
+        data.ctrl[:] = controls[t[0] % len(controls)]
+        mujoco.mj_step(model, data, nstep=env.frame_skip)
+        if post:
+            mujoco.mj_rnePostConstraint(model, data)
+
+    return common.Stepper(step, 1, env.close)
+
+
+def jitted_step(env_id: str, seed: int = 0) -> common.Stepper:
+    """``jax.jit(env.step)`` of the unwrapped JAX env, one step a call, waited for; a jitted reset
+    when its episode ends (the unwrapped env has no time limit: only at termination)."""
+    import jax
+
+    import gymjax
+
+    env = gymjax.make(env_id)
+    reset, step_fn = jax.jit(env.reset), jax.jit(env.step)
+    space = env.action_space
+    draws = np.random.default_rng(seed).uniform(space.low, space.high, (64, *space.shape)).astype(np.float32)
+    actions = [jax.device_put(a) for a in draws]
+    keys = iter(jax.random.split(jax.random.PRNGKey(seed), 100_000))
+    state, t = [reset(next(keys))], [0]
+
+    def step() -> None:
+        t[0] += 1
+        state[0] = jax.block_until_ready(step_fn(state[0], actions[t[0] % len(actions)]))
+        if state[0].terminated:
+            state[0] = reset(next(keys))
+
+    return common.Stepper(step, 1, env.close)
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def run_task(env_id: str, reference: str, args: argparse.Namespace) -> dict:
+    mujoco = is_mujoco(reference)
+    builders = {OURS: lambda: gymnasium_env(env_id), THEIRS: lambda: gymnasium_env(reference)}
+    if mujoco:
+        builders |= {PHYSICS: lambda: bare_physics(env_id), JITTED: lambda: jitted_step(env_id)}
+    stacks, failed = common.build(builders)
+    load_before = list(os.getloadavg())
+    block = common.interleaved(stacks, args.rounds, args.round_seconds, desc=_short(env_id))
+    failed |= block.pop("failed")
+    st = block["stacks"]
+    ratio = st[OURS]["median"] / st[THEIRS]["median"] if OURS in st and THEIRS in st else None
+    entry = {"reference": reference, "mujoco": mujoco, "target": target(reference), "ratio": ratio,
+             **block, "failed": failed, "load_before": load_before, "load_after": list(os.getloadavg())}  # fmt: skip
+    if mujoco:
+        us = {name: 1e6 / st[name]["median"] for name in (PHYSICS, JITTED, OURS, THEIRS) if name in st}
+        entry["split_us"] = us
+    return entry
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true", help="2 rounds of 0.1 s: a smoke run (needs --out)")
+    p.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
+    p.add_argument("--round-seconds", type=float, default=0.5, help="seconds per stack per round (default 0.5)")
+    p.add_argument("--ids", nargs="+", help="only these ids (default: every id with a reference)")
+    p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
+
+
+def main(args: argparse.Namespace, argv: list[str]) -> int:
+    known = reference_ids()
+    ids = args.ids or list(known)
+    unknown = sorted(set(ids) - set(known))
+    if unknown:
+        raise SystemExit(f"--ids {unknown}: not ids with a reference ({', '.join(known)})")
+    if args.quick:
+        if args.out is None:
+            raise SystemExit("--quick is a smoke run: give --out (its files never go into benchmarks/results)")
+        args.rounds, args.round_seconds = 2, 0.1
+    settings = {"quick": args.quick, "rounds": args.rounds, "round_seconds": args.round_seconds}
+    title = "One env: gymnasium.make of gymjax's id against Gymnasium's own"
+    record = common.new_record("single", argv, title + (" (quick)" if args.quick else ""), settings)
+    tasks = {env_id: run_task(env_id, known[env_id], args) for env_id in tqdm(ids, desc="ids", unit="id")}
+    results = {"tasks": tasks}
+    common.finish(record, results, summary(record | {"results": results}))
+    paths = common.write(record, markdown(record), plot, "single", args.out or common.RESULTS)
+    print("\n".join(summary(record)))
+    print("wrote " + ", ".join(map(str, paths)))
+    return 1 if any(e["failed"] for e in tasks.values()) else 0
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+def _short(env_id: str) -> str:
+    return env_id.removeprefix("Jax").removesuffix("-v0")
+
+
+def _n(r: dict | None) -> str:
+    return "-" if not r else f"{r['median']:,.0f}"
+
+
+def _us(e: dict, name: str) -> str:
+    x = e.get("split_us", {}).get(name)
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def _met(e: dict) -> str:
+    if e["target"] is None:
+        return "-"
+    if e["ratio"] is None:
+        return f">= {e['target']:.1f}: not measured"
+    return f">= {e['target']:.1f}: {'yes' if e['ratio'] >= e['target'] else 'no'}"
+
+
+def table(results: dict) -> list[str]:
+    lines = [
+        "| id | reference | gymjax steps/s | Gymnasium steps/s | ours / theirs | target met | physics µs "
+        "| jitted env.step µs | gymnasium.make step µs | Gymnasium's step µs | load 1 min before → after |",
+        "|---" * 11 + "|",
+    ]
+    for env_id, e in results["tasks"].items():
+        st = e["stacks"]
+        ratio = "-" if e["ratio"] is None else f"{e['ratio']:.2f}"
+        lines.append(
+            f"| {_short(env_id)} | {e['reference']} | {_n(st.get(OURS))} | {_n(st.get(THEIRS))} | {ratio} "
+            f"| {_met(e)} | {_us(e, PHYSICS)} | {_us(e, JITTED)} | {_us(e, OURS)} | {_us(e, THEIRS)} "
+            f"| {e['load_before'][0]:.1f} → {e['load_after'][0]:.1f} |"
+        )
+    return lines
+
+
+def _round_loads(results: dict) -> str:
+    return common.load_range(x for e in results["tasks"].values() for x in e["load_1min_rounds"])
+
+
+def summary(record: dict) -> list[str]:
+    s, results = record["settings"], record["results"]
+    return [
+        (
+            f"Steps/s of one env, random actions, reset at each episode's end; per id the stacks are built once "
+            f"and timed in alternation, {s['rounds']} rounds of about {s['round_seconds']:g} s; medians. "
+            f"Load (1 min) over the rounds {_round_loads(results)}. Targets (issue 42): >= {MUJOCO_TARGET} x "
+            "Gymnasium on every MuJoCo task, >= 1.0 x on Ant, Humanoid, HumanoidStandup."
+        ),
+        "",
+        *table(results),
+    ]
+
+
+def markdown(record: dict) -> list[str]:
+    results = record["results"]
+    failed = [f"- {_short(i)}, {what}: `{why}`" for i, e in results["tasks"].items() for what, why in e["failed"].items()]
+    misses = [
+        f"- **{_short(i)}** {e['ratio']:.2f} x (target {e['target']:.1f}): of our "
+        f"{e['split_us'][OURS]:,.0f} µs a step, {e['split_us'][PHYSICS]:,.0f} µs are the physics, "
+        f"{e['split_us'][JITTED] - e['split_us'][PHYSICS]:+,.0f} µs the jitted step around it (dispatch, the FFI "
+        f"call, JAX's own work) and {e['split_us'][OURS] - e['split_us'][JITTED]:+,.0f} µs the adapter "
+        "(time limit, auto-reset check, NumPy out, info); Gymnasium's whole step is "
+        f"{e['split_us'][THEIRS]:,.0f} µs."
+        for i, e in results["tasks"].items()
+        if e["target"] is not None and e["ratio"] is not None and e["ratio"] < e["target"]
+        and {OURS, THEIRS, PHYSICS, JITTED} <= set(e.get("split_us", {}))
+    ]
+    return [
+        "## Steps/s",
+        "",
+        *summary(record),
+        "",
+        (
+            "gymjax: `gymnasium.make(id)` (its default engine), one `step` a call, NumPy in and out. Gymnasium: "
+            "`gymnasium.make(reference_id)`. The split (MuJoCo tasks), µs per step: physics, `mujoco.mj_step(model, "
+            "data, nstep=frame_skip)` on the env's `mj_model` (with `mj_rnePostConstraint` where the task reads "
+            "`cfrc_ext`); jitted env.step, `jax.jit(env.step)` of `gymjax.make(id)` waited for each step; the "
+            "`gymnasium.make` step, the first column's figure as µs. Each is its own median, so the differences carry "
+            "the load's noise. The layers' states differ: the bare physics goes back to its reset state only every "
+            f"{RESET_PHYSICS_EVERY} steps and the jitted step only at termination (no time limit), where the adapter "
+            "and Gymnasium reset at every episode's end; where bodies fall and pile up contacts (Humanoid) or "
+            "episodes never terminate (HumanoidStandup) a layer can cost more than the one around it."
+        ),
+        "",
+        "## Where a missed target's step goes",
+        "",
+        *(misses or ["- every MuJoCo task meets its target in this run."]),
+        *common.listed("Failed", failed),
+    ]
+
+
+def plot(record: dict, path: pathlib.Path) -> None:
+    plt = common.pyplot()
+    tasks = record["results"]["tasks"]
+    ids = [i for i, e in tasks.items() if e["ratio"] is not None]
+    fig, ax = plt.subplots(figsize=(9, 0.4 * len(ids) + 1.8))
+    colors = []
+    for i in ids:
+        e = tasks[i]
+        colors.append("tab:gray" if e["target"] is None else "tab:green" if e["ratio"] >= e["target"] else "tab:red")
+    ax.barh([_short(i) for i in ids], [tasks[i]["ratio"] for i in ids], color=colors)
+    ax.axvline(0.5, color="k", linestyle="--", linewidth=1, label="0.5: every MuJoCo task's target")
+    ax.axvline(1.0, color="k", linestyle="-", linewidth=1, label="1.0: Ant, Humanoid, HumanoidStandup's target")
+    ax.invert_yaxis()
+    ax.set_xlabel("steps/s of gymnasium.make(id) / gymnasium.make(reference) (median); gray: no target")
+    ax.set_title(
+        f"One env against Gymnasium's own; {record['machine']['name']}, load (1 min) "
+        f"{_round_loads(record['results'])}",
+        fontsize=9,
+    )
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, format="png")
+    plt.close(fig)
