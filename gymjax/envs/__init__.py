@@ -150,6 +150,8 @@ def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
             kwargs[key] = json.loads(text)
         except json.JSONDecodeError:
             kwargs[key] = text  # a bare word, e.g. solver=fast
+        except RecursionError:
+            raise SystemExit(f"--env-kwargs {key}: its JSON value is nested too deeply to read") from None
     return kwargs
 
 
