@@ -47,6 +47,7 @@ def _register_with_gymnasium() -> None:
                 entry_point="gymjax.wrappers.gymnasium:GymnasiumEnv",
                 vector_entry_point="gymjax.wrappers.gymnasium:GymnasiumVectorEnv",
                 max_episode_steps=envs.spec(env_id).max_episode_steps,
+                reward_threshold=envs.spec(env_id).reward_threshold,
                 kwargs={"env": env_id} if collection is None else {"env": env_id, "time_limit": True},
             )
 

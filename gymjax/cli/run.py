@@ -90,6 +90,9 @@ def _preset_name(text: str) -> str:
 def _minutes(text: str) -> float:
     try:
         return budget.check_minutes(float(text))
+    except budget.BudgetTooLong:
+        raise argparse.ArgumentTypeError(f"expected a number of minutes up to {budget.MAX_MINUTES:,} (a week; "
+                                         f"give --timesteps for a longer run), got {text!r}") from None
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}") from None
 

@@ -32,6 +32,16 @@ class EnvSpec:
     reference_id: str | None = None  # Gymnasium's own env with the same task: what a policy is judged on
     collection: str | None = None  # "brax", "playground", "gymnax": another collection's env (gymjax.envs.external)
 
+    @property
+    def reward_threshold(self) -> float | None:
+        """The reference's: the return at which Gymnasium counts its task solved (clients stop
+        training there); None where the reference has none, or there is no reference."""
+        if self.reference_id is None:
+            return None
+        import gymnasium  # its registry only: the reference's module is not imported
+
+        return gymnasium.spec(self.reference_id).reward_threshold
+
     def load(self) -> Callable[..., Env]:
         if callable(self.entry_point):
             return self.entry_point
@@ -140,6 +150,8 @@ def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
             kwargs[key] = json.loads(text)
         except json.JSONDecodeError:
             kwargs[key] = text  # a bare word, e.g. solver=fast
+        except RecursionError:
+            raise SystemExit(f"--env-kwargs {key}: its JSON value is nested too deeply to read") from None
     return kwargs
 
 

@@ -29,12 +29,25 @@ def real(owner: object, name: str, value: Any, *, minimum: float | None = None) 
     return float(value)
 
 
-def integer(owner: object, name: str, value: Any, *, minimum: int = 1, optional: bool = False) -> int | None:
-    """An int (not a bool) of at least ``minimum``; or None, when ``optional``."""
+# Upper bounds of the options whose size is a loop run at every step: beyond them the first step
+# runs for hours or the engine fails in its own words. frame_skip: physics steps per agent step;
+# Gymnasium's tasks take 2 to 5, and 1,000 of MuJoCo's default 2 ms timestep is 2 s of simulated
+# time between two actions, past any control task (10**9 hung the first step, 2**40 overflowed
+# MuJoCo's int). A larger value is an error, not a setting.
+MAXIMA = {"frame_skip": 1000}
+
+
+def integer(owner: object, name: str, value: Any, *, minimum: int = 1, maximum: int | None = None,
+            optional: bool = False) -> int | None:
+    """An int (not a bool) of at least ``minimum`` and at most ``maximum`` (default: the option's
+    own bound in :data:`MAXIMA`, if it has one); or None, when ``optional``."""
     if optional and value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise invalid(owner, name, ("None or " if optional else "") + f"an int >= {minimum}", value)
+    maximum = MAXIMA.get(name) if maximum is None else maximum
+    if maximum is not None and value > maximum:
+        raise invalid(owner, name, ("None or " if optional else "") + f"an int from {minimum} to {maximum}", value)
     return int(value)
 
 

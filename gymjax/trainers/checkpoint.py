@@ -41,7 +41,6 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
-import json
 import logging
 import os
 import pathlib
@@ -111,12 +110,26 @@ def step_dirs(root: pathlib.Path) -> list[int]:
     return sorted(int(p.name) for p in root.iterdir() if p.name.isdigit() and p.is_dir())
 
 
+def _json_item(directory: pathlib.Path, item: str) -> Any:
+    """A step's JSON item (``meta``, ``hooks``: the file orbax's JsonSave writes), read by gymjax, not
+    orbax: a FIFO planted there is refused rather than waited on, a file larger than any gymjax
+    writes is not read, and JSON nested too deep is bad JSON. Raises DamagedCheckpoint naming it."""
+    path = directory / item / "metadata"
+    try:
+        return files.loads_json(files.read_text(path, files.JSON_LIMIT))
+    except files.UnsafePath as e:
+        raise DamagedCheckpoint(e.strerror) from None
+    except (OSError, ValueError) as e:
+        raise DamagedCheckpoint(f"{path}: {_reason(e)}") from None
+
+
 def _step_meta(root: pathlib.Path, step: int) -> dict[str, Any] | None:
     """A step's ``meta`` JSON, or None when it cannot be read (a damaged step)."""
     try:
-        return json.loads((root / str(step) / META / "metadata").read_text())
-    except (OSError, ValueError):
+        meta = _json_item(root / str(step), META)
+    except DamagedCheckpoint:
         return None
+    return meta if isinstance(meta, dict) else None
 
 
 def _summary(root: pathlib.Path, steps: list[int]) -> str:
@@ -526,25 +539,23 @@ def _restore_step(root, step, state_target, policy_target, with_state, targets) 
     # The step's directory alone: a CheckpointManager over the root would read every step's
     # metadata, and fail on another step that a writer deletes meanwhile.
     directory = root / str(step)
+    meta = _json_item(directory, META)
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{META} item is not a JSON object")
+    if targets is not None:
+        state_target, policy_target = targets(meta)
+    items: dict[str, Any] = {POLICY: ocp.args.StandardRestore(policy_target)}
+    if with_state:
+        items[STATE] = ocp.args.StandardRestore(state_target)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as reader:
-        meta = reader.restore(directory, args=ocp.args.Composite(**{META: ocp.args.JsonRestore()}))[META]
-        if not isinstance(meta, dict):
-            raise CheckpointError(f"{META} item is not a JSON object")
-        if targets is not None:
-            state_target, policy_target = targets(meta)
-        items: dict[str, Any] = {POLICY: ocp.args.StandardRestore(policy_target)}
-        if with_state:
-            items[STATE] = ocp.args.StandardRestore(state_target)
-            if meta.get("hook_state") is True:
-                items[HOOKS] = ocp.args.JsonRestore()  # a missing item is then damage, not an old step
         restored = reader.restore(directory, args=ocp.args.Composite(**items))
     hooks = None
-    if HOOKS in items:
+    if with_state and meta.get("hook_state") is True:
+        hooks = _json_item(directory, HOOKS)  # a missing item is then damage, not an old step
         try:
-            check_saved_state(restored[HOOKS])
+            check_saved_state(hooks)
         except ValueError as e:
             raise DamagedCheckpoint(str(e)) from None
-        hooks = restored[HOOKS]
     state = restored[STATE] if with_state else None
     return Checkpoint(state=state, policy=restored[POLICY], meta=meta, hooks=hooks, step=step)
 
@@ -564,4 +575,10 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
         meta = _step_meta(root, step)
         if meta is not None:
             return {**meta, "step": step}
-    raise CheckpointError(f"no readable checkpoint metadata in {root} (steps {', '.join(map(str, candidates))})")
+    try:  # why the newest is unreadable, in the message
+        _json_item(root / str(candidates[0]), META)
+        why = f"{META} item is not a JSON object"
+    except DamagedCheckpoint as e:
+        why = str(e)
+    raise CheckpointError(f"no readable checkpoint metadata in {root} (steps {', '.join(map(str, candidates))}; "
+                          f"step {candidates[0]}: {why})")

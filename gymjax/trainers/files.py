@@ -8,6 +8,11 @@ outside the directory with content the directory chose. So every file gymjax wri
 unlinking a link removes the link, not its target); and whole files are replaced by an atomic
 rename, which replaces a link itself, never what it points at.
 
+Reading is guarded too (:func:`read_text`, :func:`loads_json`): a FIFO or device planted where a
+run's file should be is refused instead of waited on, a file far larger than any gymjax writes is
+refused instead of read whole, and JSON nested too deep for Python's parser is bad JSON, not a
+``RecursionError``.
+
 A hard link is no symbolic link: ``O_NOFOLLOW`` opens it, and it *is* the file outside. So the few
 files written in place (a lock's note, an appended metrics row) are opened with :func:`open_in_place`,
 which refuses a file with more than one link; every other file is replaced by a rename, which
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import pathlib
 import stat
@@ -26,8 +32,20 @@ from collections.abc import Iterator
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Linux and macOS have it; elsewhere the rename still protects
 
 
+# The most gymjax reads of a run directory's file. A JSON record (run.json, a checkpoint's
+# metadata) holds a config and the hooks' state: kilobytes. A metrics file holds a row per epoch,
+# under a kilobyte each: a million epochs fit. Past these a file is not one gymjax wrote, and read
+# whole it would hold twice its size in memory (a 3 GB run.json: 6 GB).
+JSON_LIMIT = 64 * 2**20
+METRICS_LIMIT = 1024 * 2**20
+
+
 class UnsafePath(OSError):
-    """A path gymjax was to write is a symbolic link (or not a regular file)."""
+    """A path gymjax was to write or read is a symbolic link (or not a regular file)."""
+
+
+class TooLarge(UnsafePath):
+    """A file gymjax was to read is larger than any it writes there."""
 
 
 def open_fd(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
@@ -66,6 +84,29 @@ def check_in_place(fd: int, path: str | os.PathLike) -> None:
             errno.EMLINK, f"{path} has {st.st_nlink} hard links; gymjax never writes in place to a file that "
             f"is also elsewhere (remove it: the other links keep their content)", str(path),
         )
+
+
+def read_text(path: str | os.PathLike, limit: int, errors: str = "strict") -> str:
+    """``path``'s text (UTF-8), refused by :class:`UnsafePath` when it is a symbolic link or not a
+    regular file, by :class:`TooLarge` past ``limit`` bytes. Opened without blocking: a FIFO opened
+    for reading waits for a writer, where this refuses it at once."""
+    fd = open_fd(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath(errno.EINVAL, f"{path} is not a regular file; gymjax wrote none such", str(path))
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(errno.EFBIG, f"{path} is larger than {limit:,} bytes, more than gymjax writes there; "
+                       "it is not read", str(path))
+    return data.decode("utf-8", errors)
+
+
+def loads_json(text: str) -> object:
+    """``json.loads``; a document nested too deep for Python's parser raises ValueError as other bad JSON does."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
 
 
 def _temporary(path: pathlib.Path) -> pathlib.Path:

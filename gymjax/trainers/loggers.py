@@ -135,15 +135,16 @@ def read_rows(path: str | os.PathLike) -> tuple[list[str], list[dict[str, Any]]]
     every later read.
     """
     path = pathlib.Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return [], []
+    text = files.read_text(path, files.METRICS_LIMIT, errors="replace")  # a FIFO or a huge file: refused
     rows, bad = [], []
     if path.suffix == ".jsonl":
-        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = files.loads_json(line)
                 int(row["env_steps"])
             except (ValueError, TypeError, KeyError):
                 bad.append(number)
@@ -151,7 +152,7 @@ def read_rows(path: str | os.PathLike) -> tuple[list[str], list[dict[str, Any]]]
             rows.append(row)
         columns = list(dict.fromkeys(k for r in rows for k in r))
     else:
-        with path.open(newline="", errors="replace") as f:
+        with io.StringIO(text, newline="") as f:
             reader = csv.DictReader(f)
             columns = list(reader.fieldnames or [])
             for row in reader:

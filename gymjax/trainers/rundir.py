@@ -42,6 +42,7 @@ import json
 import os
 import pathlib
 import shutil
+import stat
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -174,7 +175,9 @@ class RunDirectory:
         if not self.run_file.exists():
             raise RunDirectoryError(f"{self.path} is not a gymjax run directory (no {RUN_FILE}); train into it first")
         try:
-            data = json.loads(self.run_file.read_text())
+            data = files.loads_json(files.read_text(self.run_file, files.JSON_LIMIT))
+        except files.UnsafePath as e:  # a FIFO, or a file larger than any run.json
+            raise RunDirectoryError(e.strerror) from None
         except (ValueError, UnicodeDecodeError) as e:
             raise RunDirectoryError(f"{self.run_file} is not valid JSON ({e}); it records the run's env and config") from None
         try:
@@ -257,10 +260,24 @@ class Plan:
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
+    for name, value in env_kwargs.items():
+        if isinstance(value, str) and _names_a_special_file(value):
+            raise RunDirectoryError(f"cannot make {env_id}: its option {name}={value!r} names a FIFO, socket or device, "
+                                    "not a file (reading a FIFO waits for a writer forever)")
     try:
         return envs.make(env_id, **env_kwargs)
     except (KeyError, TypeError, ValueError) as e:
         raise RunDirectoryError(f"cannot make {env_id} with {env_kwargs}: {e}") from None
+
+
+def _names_a_special_file(value: str) -> bool:
+    """Whether ``value`` is the path of something neither a regular file nor a directory: an option
+    such as ``xml_file`` read from run.json may name a FIFO, and the env's loader would wait on it."""
+    try:
+        mode = os.stat(value).st_mode
+    except (OSError, ValueError):  # no such path; ValueError: a NUL in it
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def plan_fresh(

@@ -27,6 +27,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
@@ -76,7 +77,33 @@ class AssignedGenerator:
         return seed
 
 
-class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
+class HorizonInSpec:
+    """``spec.max_episode_steps`` is the horizon the session truncates at, where it truncates.
+
+    ``gymnasium.make`` gives a made env the registry's spec with ``max_episode_steps=None`` and
+    leaves the horizon to the ``TimeLimit`` it adds from the registry's value. A collection's env
+    (``brax/``, ``playground/``, ``gymnax/``) truncates in JAX at its own horizon, known once it is
+    built (its options may change it), so its registry spec has none and make adds no
+    ``TimeLimit``, which at another horizon would change where episodes end. The made env's spec
+    says the horizon here instead, as ``TimeAwareObservation`` and clients reading it expect; a
+    vector env's, the one its batch truncates at (``make_vec``'s ``max_episode_steps`` included).
+    """
+
+    _spec: EnvSpec | None = None
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: EnvSpec | None) -> None:
+        horizon = self.session.max_episode_steps
+        if value is not None and horizon is not None and value.max_episode_steps != horizon:
+            value = dataclasses.replace(value, max_episode_steps=horizon)
+        self._spec = value
+
+
+class GymnasiumEnv(AssignedGenerator, HorizonInSpec, SimulatorView, Presenter, gymnasium.Env):
     """One gymjax env behind Gymnasium's ``Env`` API (NumPy float32 observations).
 
     Args:
@@ -156,7 +183,7 @@ class GymnasiumEnv(AssignedGenerator, SimulatorView, Presenter, gymnasium.Env):
         self.session.close()
 
 
-class GymnasiumVectorEnv(AssignedGenerator, Presenter, gymnasium.vector.VectorEnv):
+class GymnasiumVectorEnv(AssignedGenerator, HorizonInSpec, Presenter, gymnasium.vector.VectorEnv):
     """``num_envs`` gymjax envs stepped by one jitted call (Gymnasium ``VectorEnv``).
 
     Args:

@@ -123,7 +123,9 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
 
     Returns it as a NumPy array of the space's dtype; raises ``ValueError`` naming
     the expected shape and space otherwise. Out-of-range Box values are allowed
-    (the simulator clips controls, as in Gymnasium); NaN and inf are not.
+    (the simulator clips controls, as in Gymnasium); NaN and inf are not, nor a value
+    that the space's dtype cannot hold (a float64 past float32's largest would become inf).
+    The torch adapters apply the same rule (:func:`gymjax.wrappers.torch.check_torch_action`).
     """
     try:
         array = np.asarray(action)
@@ -142,14 +144,23 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
                 f"expected {_what(space, batch)}: integers in [{space.start}, {space.start + space.n}), "
                 f"got {array!r}"
             )
-    elif not np.isfinite(array).all():
-        raise ValueError(f"expected {_what(space, batch)}: finite values, got NaN or inf in {array!r}")
+    elif not np.isfinite(array).all() or _past_float_range(array, space.dtype):
+        held = f" within {space.dtype}'s range (|x| <= {np.finfo(space.dtype).max:.4g})" if space.dtype.kind == "f" else ""
+        raise ValueError(f"expected {_what(space, batch)}: finite values{held}, got NaN or inf, or a value past "
+                         f"that range, in {array!r}")
     # Checked on every step: the message is built only when there is an error to report.
     return array if array.dtype == space.dtype else array.astype(space.dtype)
 
 
 def _what(space: gymnasium.spaces.Space, batch: int | None) -> str:
     return f"{space}" if batch is None else f"a batch of {batch} actions from {space}"
+
+
+def _past_float_range(array: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether a float ``array`` holds a value the narrower float ``dtype`` would make inf."""
+    if array.dtype.kind != "f" or dtype.kind != "f" or array.dtype.itemsize <= dtype.itemsize:
+        return False
+    return bool((np.abs(array) > np.finfo(dtype).max).any())
 
 
 def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:

@@ -26,7 +26,7 @@ import torch
 
 from gymjax.core import Env
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
-from gymjax.wrappers.session import SessionOptions, StepView
+from gymjax.wrappers.session import SessionOptions, StepView, check_action
 from gymjax.wrappers.training import AutoResetMode
 
 
@@ -118,14 +118,16 @@ def _action_dtypes(space: gymnasium.spaces.Space) -> tuple[torch.dtype, ...]:
 def check_torch_action(
     space: gymnasium.spaces.Space, action: Any, device: torch.device, batch: int | None = None
 ) -> torch.Tensor:
-    """Checks an action tensor's type, dtype, device and shape against ``space``.
+    """Checks an action tensor's type, dtype, device and shape against ``space``, and its values
+    by the NumPy adapters' rule (:func:`~gymjax.wrappers.session.check_action`: finite Box values,
+    Discrete ones in range), with the same message.
 
-    Only metadata is read: values (range, NaN) are not checked, because reading
-    them would synchronize the device on every step.
+    The values cost one bool read back per step (on a GPU a wait for the action, which the step
+    needs next anyway); the action itself is copied to the host only to word an error.
 
     Raises:
         TypeError: not a tensor, or a dtype other than the space's.
-        ValueError: another device, or another shape.
+        ValueError: another device, another shape, or a value the NumPy adapters refuse.
     """
     what = f"{space}" if batch is None else f"a batch of {batch} actions from {space}"
     dtypes = _action_dtypes(space)
@@ -139,6 +141,12 @@ def check_torch_action(
         raise ValueError(f"expected {what} on device {device}, got a tensor on {action.device}")
     if tuple(action.shape) != expected_shape:
         raise ValueError(f"expected {what} of shape {expected_shape}, got shape {tuple(action.shape)}")
+    if isinstance(space, gymnasium.spaces.Discrete):
+        valid = ((action >= space.start) & (action < space.start + space.n)).all()
+    else:
+        valid = torch.isfinite(action).all()  # float32, the space's dtype: no value past its range
+    if not bool(valid):
+        check_action(space, action.detach().cpu().numpy(), batch)  # raises the NumPy adapters' error
     return action
 
 

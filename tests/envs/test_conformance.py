@@ -68,6 +68,20 @@ def test_spaces_and_time_limit_are_the_references(pair):
     assert ours.dt == pytest.approx(getattr(ref, "dt", ours.dt))
 
 
+@pytest.mark.parametrize("env_id", [i for i in envs.registered_ids() if envs.spec(i).reference_id])
+def test_reward_threshold_is_the_references(env_id):
+    # Clients stop at it (Tianshou's EpochStopCallbackRewardThreshold asserts it is set).
+    expected = gymnasium.spec(reference_id(env_id)).reward_threshold
+    assert gymnasium.spec(env_id).reward_threshold == expected
+    assert envs.spec(env_id).reward_threshold == expected
+
+
+def test_a_made_env_carries_the_reward_threshold():
+    env = gymnasium.make("JaxCartPole-v0")
+    assert env.spec.reward_threshold == gymnasium.spec("CartPole-v1").reward_threshold == 475.0
+    env.close()
+
+
 def test_takes_every_option_of_the_reference_with_its_default(pair):
     env_id, ours, ref = pair
     theirs = {

@@ -14,6 +14,8 @@ from gymjax import envs
 BAD = [
     ("JaxAnt-v0", {"frame_skip": 2.5}, "Ant: frame_skip must be an int >= 1, got 2.5 (float)"),
     ("JaxAnt-v0", {"frame_skip": 0}, "Ant: frame_skip must be an int >= 1, got 0"),
+    ("JaxAnt-v0", {"frame_skip": 10**9}, "Ant: frame_skip must be an int from 1 to 1000, got 1000000000 (int)"),
+    ("JaxHopper-v0", {"frame_skip": 2**40}, "Hopper: frame_skip must be an int from 1 to 1000, got 1099511627776"),
     ("JaxAnt-v0", {"ctrl_cost_weight": "x"}, "Ant: ctrl_cost_weight must be a real number, got 'x' (str)"),
     ("JaxAnt-v0", {"healthy_reward": float("nan")}, "Ant: healthy_reward must be a real number, got nan"),
     ("JaxAnt-v0", {"healthy_z_range": "ab"}, "Ant: healthy_z_range must be a pair (low, high) of real numbers"),
@@ -41,6 +43,10 @@ def test_a_bad_option_is_refused_at_construction(env_id, kwargs, words):
     assert words in str(error.value)
     with pytest.raises(ValueError):  # gymnasium.make reaches the same check
         gymnasium.make(env_id, **kwargs)
+
+
+def test_frame_skip_up_to_its_bound_constructs():
+    assert envs.make("JaxHopper-v0", engine="mujoco", frame_skip=1000).frame_skip == 1000
 
 
 def test_good_options_still_construct():

@@ -212,6 +212,36 @@ def test_spaces_metrics_and_limits_are_the_sources():
     assert gymnasium.spec("gymnax/CartPole-v1").max_episode_steps is None  # applied in JAX, known when built
 
 
+@pytest.mark.parametrize("env_id", ONE_PER_COLLECTION)
+def test_a_made_envs_spec_says_the_horizon_it_truncates_at(env_id):
+    """The registry's spec has no horizon (make then adds no TimeLimit of its own); the made env's
+    does, the one its JAX time limit ends episodes at: TimeAwareObservation reads it."""
+    _skip_unavailable(env_id)
+    options = CASES[env_id][0]
+    horizon = envs.make(env_id, **options).max_episode_steps  # the source's own
+    env = gymnasium.make(env_id, **options)
+    assert env.spec.max_episode_steps == horizon and gymnasium.spec(env_id).max_episode_steps is None
+    wrapper = env
+    while isinstance(wrapper, gymnasium.Wrapper):
+        assert not isinstance(wrapper, gymnasium.wrappers.TimeLimit)  # no second limit
+        wrapper = wrapper.env
+    timed = gymnasium.wrappers.TimeAwareObservation(env)  # raised: "must be wrapped by a TimeLimit wrapper"
+    assert timed.max_timesteps == horizon
+    vec = gymnasium.make_vec(env_id, num_envs=2, **options)
+    assert vec.spec.max_episode_steps == horizon
+    assert gymnasium.make_vec(env_id, num_envs=2, max_episode_steps=7, **options).spec.max_episode_steps == 7
+
+
+def test_the_horizon_in_the_spec_is_where_episodes_end():
+    need("brax.envs")
+    # An option sets Brax's episode_length: the spec follows it, and the episode ends there, truncated.
+    env = gymnasium.make("brax/inverted_pendulum-v0", backend="positional", episode_length=5)
+    assert env.spec.max_episode_steps == 5
+    env.reset(seed=0)
+    ends = [env.step(np.zeros(1, np.float32))[2:4] for _ in range(5)]
+    assert ends == [(False, False)] * 4 + [(False, True)]
+
+
 def test_seeded_resets_repeat_and_unseeded_ones_continue_the_stream():
     need("gymnax")
     env = gymnasium.make("gymnax/CartPole-v1")

@@ -2,6 +2,7 @@
 file a run writes, damaged run.json shapes, and the disks and signals that used to end in tracebacks.
 Each case must leave every file outside the directory byte-identical and end in one line."""
 
+import contextlib
 import json
 import os
 import pathlib
@@ -227,6 +228,97 @@ def test_another_runs_metrics_without_run_json_are_refused_before_any_work(train
     with pytest.raises(SystemExit, match="not a gymjax run directory"):  # and --resume does not empty it
         main(["train", "--run-dir", str(run), "--resume"])
     assert (run / "metrics.csv").read_bytes() == before
+
+
+# -- files that are not what gymjax wrote: FIFOs, huge files, JSON nested too deep ---------------------
+
+DEEP = "[" * 200_000 + "]" * 200_000  # valid JSON past Python's recursion limit
+
+
+@contextlib.contextmanager
+def within(seconds):
+    """Fails the block where it still runs after ``seconds``: a read waiting on a FIFO for a writer."""
+
+    def late(*_):
+        raise AssertionError(f"still running after {seconds} s (waiting on a FIFO?)")
+
+    before = signal.signal(signal.SIGALRM, late)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def refused(command, seconds=120):
+    """The one line ``command`` is refused with, in time."""
+    with within(seconds), pytest.raises(SystemExit) as error:
+        main(list(map(str, command)))
+    return one_line(error)
+
+
+def resume_eval_render(run):
+    return [["train", "--run-dir", run, "--resume", "--timesteps", 8 * 128, "--no-video"], ["eval", "--run-dir", run],
+            ["render", "--run-dir", run]]
+
+
+def test_json_nested_too_deep_is_refused_in_one_line(trained, tmp_path):
+    record = json.loads((trained / "run.json").read_text())
+    deep_kwargs = json.dumps({**record, "env_kwargs": {"x": 0}}).replace('{"x": 0}', '{"x": ' + DEEP + "}")
+    run = copy_of(trained, tmp_path)
+    for text in (DEEP, deep_kwargs):
+        (run / "run.json").write_text(text)
+        for command in resume_eval_render(run):
+            line = refused(command)
+            assert f"{run / 'run.json'} is not valid JSON (nested too deeply to read)" in line, (command[0], line)
+    line = refused(["train", "--env", ENV, *FAST, "--run-dir", tmp_path / "new", "--env-kwargs", "x=" + DEEP])
+    assert line == "--env-kwargs x: its JSON value is nested too deeply to read"
+
+
+def test_deep_checkpoint_metadata_is_a_damaged_step(trained, tmp_path):
+    run = copy_of(trained, tmp_path)
+    steps = ckpt.step_dirs(run / "checkpoints")
+    for step in steps:
+        (run / "checkpoints" / str(step) / "meta" / "metadata").write_text(DEEP)
+    for command in resume_eval_render(run):
+        line = refused(command)
+        assert "checkpoint" in line and "nested too deeply to read" in line, (command[0], line)
+
+
+def test_a_fifo_where_a_run_file_belongs_is_refused_not_waited_on(trained, tmp_path):
+    run = copy_of(trained, tmp_path, "metrics")
+    (run / "metrics.csv").unlink()
+    os.mkfifo(run / "metrics.csv")
+    line = refused(["train", "--run-dir", run, "--resume", "--timesteps", 8 * 128, "--no-video"])
+    assert f"{run / 'metrics.csv'} is not a regular file" in line
+    run = copy_of(trained, tmp_path, "meta")
+    for step in ckpt.step_dirs(run / "checkpoints"):
+        (run / "checkpoints" / str(step) / "meta" / "metadata").unlink()
+        os.mkfifo(run / "checkpoints" / str(step) / "meta" / "metadata")
+    for command in resume_eval_render(run):
+        line = refused(command)
+        assert "checkpoint" in line and "meta/metadata is not a regular file" in line, (command[0], line)
+    run = copy_of(trained, tmp_path, "xml")
+    os.mkfifo(tmp_path / "model.xml")
+    record = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**record, "env": "JaxHopper-v0",
+                                              "env_kwargs": {"xml_file": str(tmp_path / "model.xml")}}))
+    for command in resume_eval_render(run):
+        line = refused(command)
+        assert f"cannot make JaxHopper-v0: its option xml_file='{tmp_path / 'model.xml'}' names a FIFO" in line
+
+
+def test_a_file_larger_than_any_gymjax_writes_is_refused_unread(trained, tmp_path, monkeypatch):
+    run = copy_of(trained, tmp_path)
+    with open(run / "run.json", "r+b") as f:
+        f.truncate(3 * 2**30)  # 3 GB, sparse: read whole it held 6 GB
+    for command in resume_eval_render(run):
+        assert f"{run / 'run.json'} is larger than {files.JSON_LIMIT:,} bytes" in refused(command)
+    run = copy_of(trained, tmp_path, "metrics")
+    monkeypatch.setattr(files, "METRICS_LIMIT", 100)  # the metrics file's limit is 1 GiB: too much to write here
+    line = refused(["train", "--run-dir", run, "--resume", "--timesteps", 8 * 128, "--no-video"])
+    assert f"{run / 'metrics.csv'} is larger than 100 bytes" in line
 
 
 def test_the_api_keeps_the_same_run_directory(trained, tmp_path):

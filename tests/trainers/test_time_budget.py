@@ -77,6 +77,9 @@ def test_minutes_refused_before_any_work(tmp_path):
     for bad in (0, -1.0, math.nan, math.inf, True, "5"):
         with pytest.raises(ValueError, match=r"minutes must be a real number > 0 .*got"):
             train(CONFIG, ENV, minutes=bad)
+    for long in (1e308, budget.MAX_MINUTES + 1):  # 1e308 * 60 was inf: the timing never ended
+        with pytest.raises(ValueError, match=r"minutes must be at most 10,080 \(a week; give num_timesteps .*got"):
+            train(CONFIG, ENV, minutes=long)
     with pytest.raises(ValueError, match="is when a time budget starts counting; give minutes too"):
         train(CONFIG, ENV, started_at=time.time())
     with pytest.raises(ValueError, match="a resumed run continues the steps its checkpoint records"):
@@ -87,7 +90,7 @@ def test_minutes_refused_before_any_work(tmp_path):
         rundir.train(tmp_path / "b", resume=True, minutes=1)
     record = rundir.RunRecord(ENV, {}, CONFIG, minutes=2).to_json()
     assert record["minutes"] == 2.0
-    for bad in ("soon", 0, -2.5):
+    for bad in ("soon", 0, -2.5, 1e308):
         with pytest.raises(rundir.RunDirectoryError, match="minutes must be"):
             rundir.RunRecord.from_json({**record, "minutes": bad})
     assert not any(tmp_path.iterdir())  # nothing written
@@ -98,6 +101,8 @@ def test_minutes_refused_before_any_work(tmp_path):
     [
         (["--minutes", "0"], "argument --minutes: expected a number of minutes > 0, got '0'"),
         (["--minutes", "nan"], "argument --minutes: expected a number of minutes > 0, got 'nan'"),
+        (["--minutes", "1e308"], r"argument --minutes: expected a number of minutes up to 10,080 \(a week; give "
+                                 r"--timesteps for a longer run\), got '1e308'"),
         (["--minutes", "1", "--timesteps", "512"], "--minutes chooses --timesteps"),
         (["--minutes", "1", "--local-processes", "2"], "--minutes times one process; drop --local-processes"),
         (["--minutes", "1", "--resume"], r"only --timesteps may change .*'--minutes'\]"),

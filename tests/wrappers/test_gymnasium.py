@@ -294,6 +294,8 @@ def test_reset_seeding_is_deterministic_and_streams_continue():
     (np.array(["a"] * 8), "dtype <U1"),
     (np.array([np.nan] + [0.0] * 7), "NaN or inf"),
     (np.array([np.inf] + [0.0] * 7), "NaN or inf"),
+    (np.array([1e300] + [0.0] * 7), r"finite values within float32's range .*a value past that range"),
+    (np.array([-np.finfo(np.float32).max * 2.0] + [0.0] * 7), "a value past that range"),
 ])
 def test_bad_actions_are_clear_errors(ant_env, bad, message):
     ant_env.reset(seed=0)
@@ -313,6 +315,11 @@ def test_bad_discrete_and_batched_actions():
     vec.reset(seed=0)
     with pytest.raises(ValueError, match=r"a batch of 3 actions from Discrete\(2\) of shape \(3,\)"):
         vec.step(np.zeros(2, int))
+    pendulums = gymnasium.make_vec("JaxPendulum-v0", num_envs=2)
+    pendulums.reset(seed=0)
+    with pytest.raises(ValueError, match="float32's range"):  # would have become inf
+        pendulums.step(np.array([[0.5], [1e39]]))
+    pendulums.step(np.array([[0.5], [np.finfo(np.float32).max]], np.float64))  # float32's largest: held
 
 
 def test_stepping_before_reset_is_refused():

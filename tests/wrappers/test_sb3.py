@@ -230,6 +230,9 @@ def test_bad_input_is_a_clear_error():
     box.reset()
     with pytest.raises(ValueError, match=r"shape \(2, 1\), got shape \(2,\)"):
         box.step(np.zeros(2, np.float32))
+    # float64 past float32's largest would become inf in the float32 step: refused like inf itself.
+    with pytest.raises(ValueError, match=r"finite values within float32's range \(\|x\| <= 3.403e\+38\)"):
+        box.step(np.array([[1e300], [0.0]]))
 
 
 def test_ppo_learns_cartpole():

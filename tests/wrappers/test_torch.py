@@ -149,6 +149,32 @@ def test_bad_box_actions_are_clear_errors(bad, error, message):
     assert r"a batch of 3 actions from Box(-2.0, 2.0, (1,), float32)" in str(err.value)
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_box_actions_are_refused_as_the_numpy_adapters_refuse_them(value):
+    bad = torch.zeros(3, 1)
+    bad[1, 0] = value
+    messages = []
+    for env, action in ((TorchVectorEnv("JaxPendulum-v0", 3), bad), (GymnasiumVectorEnv("JaxPendulum-v0", 3), bad.numpy())):
+        env.reset(seed=0)
+        with pytest.raises(ValueError) as err:
+            env.step(action)
+        messages.append(str(err.value))
+    assert "finite values" in messages[0] and messages[0] == messages[1]  # one rule, one message
+    single = TorchEnv("JaxPendulum-v0")
+    single.reset(seed=0)
+    with pytest.raises(ValueError, match=r"expected Box\(-2.0, 2.0, \(1,\), float32\): finite values"):
+        single.step(torch.tensor([value]))
+
+
+def test_discrete_actions_out_of_range_are_refused():
+    env = TorchVectorEnv("JaxCartPole-v0", 2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"a batch of 2 actions from Discrete\(2\): integers in \[0, 2\)"):
+        env.step(torch.tensor([0, 2]))
+    with pytest.raises(ValueError, match=r"integers in \[0, 2\)"):
+        env.step(torch.tensor([-1, 0], dtype=torch.int32))
+
+
 def test_bad_discrete_actions_and_stepping_before_reset():
     env = TorchVectorEnv("JaxCartPole-v0", 2)
     with pytest.raises(gymnasium.error.ResetNeeded, match="call reset"):
