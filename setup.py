@@ -36,6 +36,15 @@ class OptionalBuild(build_ext):
             ext.library_dirs += [mujoco_dir]
             ext.libraries += [f":{library}"]
 
+    def build_extension(self, ext):
+        # The build is optional, so a failed one would leave an older build of the extension in
+        # place, loaded as if it were this source's: remove it first, and the fallback says so.
+        here = os.path.dirname(os.path.abspath(__file__))
+        for target in (self.get_ext_fullpath(ext.name), os.path.join(here, self.get_ext_filename(ext.name))):
+            if os.path.exists(target):
+                os.remove(target)
+        super().build_extension(ext)
+
 
 setup(
     ext_modules=[

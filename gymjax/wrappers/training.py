@@ -371,21 +371,23 @@ class AutoReset(Wrapper):
     def step(self, state, action, params=None):
         keys, pending = state.autoreset.key, state.autoreset.pending
         inner = state.replace(autoreset=None)
-        keep, use = jax.vmap(next_reset_key)(keys)
         if self.mode is AutoResetMode.NEXT_STEP:
             # What ended last time resets, the others step: one physics call where the env can
             # (step_or_reset); only a plain step while nothing is pending.
-            merged = jax.lax.cond(
-                pending.any(),
-                lambda: self.env.step_or_reset(inner, action, pending, use, params),
-                lambda: self.env.step(inner, action, params),
+            def step_or_reset(keys):
+                keep, use = jax.vmap(next_reset_key)(keys)
+                return self.env.step_or_reset(inner, action, pending, use, params), _where(pending, keep, keys)
+
+            merged, keys = jax.lax.cond(
+                pending.any(), step_or_reset, lambda keys: (self.env.step(inner, action, params), keys), keys
             )
-            return self._record(merged, merged, _where(pending, keep, keys), merged.done)
+            return self._record(merged, merged, keys, merged.done)
         stepped = self.env.step(inner, action, params)
         resetting = stepped.done  # same step: reset what just ended, only those envs (restart)
 
         def reset_some(operand):
             stepped, keys = operand
+            keep, use = jax.vmap(next_reset_key)(keys)
             fresh = self.env.restart(stepped, resetting, use, params)
             # The flags and reward stay the ending step's.
             fresh = fresh.replace(reward=stepped.reward, terminated=stepped.terminated, truncated=stepped.truncated)

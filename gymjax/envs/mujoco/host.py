@@ -108,6 +108,19 @@ def _write_field(model: mujoco.MjModel, name: str, value: np.ndarray) -> None:
         setattr(owner, field, type(target)(np.ravel(value)[0]))
 
 
+def check_randomizable(mj_model: mujoco.MjModel, name: str, shape: tuple[int, ...], dtypes=None) -> None:
+    """Raises unless ``name`` is an MjModel field of ``shape``'s size (and, given ``dtypes``, of one of
+    them) that the C engine can take per env."""
+    owner, field = _field_owner(mj_model, name)
+    value = getattr(owner, field, None) if owner is not None else None
+    if _field_size(mj_model, name) != int(np.prod(shape)) or (dtypes is not None and np.asarray(value).dtype not in dtypes):
+        raise NotImplementedError(
+            f'the "mujoco" engine cannot randomize {name!r}: MjModel has no field of that '
+            'name and size (randomize MjModel fields such as body_mass, geom_friction, '
+            'dof_damping, actuator_gainprm, opt.gravity, or use engine="mjx")'
+        )
+
+
 def layout(
     mj_model: mujoco.MjModel, fields: tuple[str, ...] = (), residuals: tuple[str, ...] = ()
 ) -> dict[str, tuple[int, int, tuple[int, ...]]]:
@@ -221,12 +234,7 @@ class HostPhysics:
         self._written: set[str] = set()  # the fields the copies hold randomized values of
 
     def check_randomizable(self, name: str, shape: tuple[int, ...]) -> None:
-        if _field_size(self.mj_model, name) != int(np.prod(shape)):
-            raise NotImplementedError(
-                f'the "mujoco" engine cannot randomize {name!r}: MjModel has no field of that '
-                'name and size (randomize MjModel fields such as body_mass, geom_friction, '
-                'dof_damping, actuator_gainprm, opt.gravity, or use engine="mjx")'
-            )
+        check_randomizable(self.mj_model, name, shape)
 
     # One call over the whole batch: arrays are [N, ...].
 

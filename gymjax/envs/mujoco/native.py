@@ -33,8 +33,8 @@ from gymjax.envs.mujoco.host import (
     HostData,
     _assemble,
     _field_owner,
-    _field_size,
     _no_gradient,
+    check_randomizable,
     layout,
     route_mujoco_warnings,
 )
@@ -133,7 +133,7 @@ class NativeEngine:
                 continue
             size = int(np.prod(shape)) // (2 if name == "state" else 1)
             residual = self.layout.get(f"residual.{name}", (-1,))[0]
-            parts.append(f"{name}:{start}:{size}:{residual}")
+            parts.append(f"{name}:{start}:{size}:{residual}:{int(name in POST_CONSTRAINT_FIELDS)}")
         flags = (_POST_CONSTRAINT if POST_CONSTRAINT_FIELDS & set(self.fields) else 0) | (
             _KINEMATIC_RESETS if set(self.fields) <= KINEMATIC_FIELDS | POST_CONSTRAINT_FIELDS else 0)
         size = mujoco.mj_sizeModel(model)
@@ -192,15 +192,7 @@ class NativeEngine:
 
     def check_fields(self, fields: dict[str, jax.Array]) -> None:
         for name, value in fields.items():
-            owner, attr = _field_owner(self.mj_model, name)
-            value_at = getattr(owner, attr, None) if owner is not None else None
-            if (_field_size(self.mj_model, name) != int(np.prod(np.shape(value)))
-                    or np.asarray(value_at).dtype not in _TYPES):
-                raise NotImplementedError(
-                    f'the "mujoco" engine cannot randomize {name!r}: MjModel has no field of that '
-                    'name and size (randomize MjModel fields such as body_mass, geom_friction, '
-                    'dof_damping, actuator_gainprm, opt.gravity, or use engine="mjx")'
-                )
+            check_randomizable(self.mj_model, name, np.shape(value), _TYPES)
 
     def stats(self) -> dict[str, int]:
         """What the native engine of this physics ran in this process: ``calls`` (batched calls),

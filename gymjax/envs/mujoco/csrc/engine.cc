@@ -45,26 +45,38 @@ struct Component {
   int size;
 };
 
-struct Part {  // a field copied out: where in the output row, and from which batch output
-  std::string name;
-  int start;     // in 32-bit words
-  int size;      // numbers
-  int residual;  // start of its float64 residual in words, -1 if none
-  bool post;     // filled by mj_rnePostConstraint: zero after a reset
-};
+using DataMember = mjtNum* mjData::*;
 
-// MjData field `name` of d (an mjtNum array), or null.
-const mjtNum* DataField(const mjData* d, const std::string& name) {
-#define XNV X
-#define X(type, field, nr, nc)                                                   \
-  if (std::is_same<type, mjtNum>::value && name == #field) {                     \
-    return reinterpret_cast<const mjtNum*>(d->field);                           \
+// `member` if it holds mjtNum, else null (an int or byte field cannot be copied as doubles).
+template <typename M>
+DataMember AsNumbers(M member) {
+  if constexpr (std::is_same_v<M, DataMember>) {
+    return member;
+  } else {
+    return nullptr;
   }
+}
+
+// The mjData member holding field `name` (an mjtNum array), or null: looked up once, at registration,
+// so that copying a field out of a simulation is a member access, not a search by name.
+DataMember DataField(const std::string& name) {
+#define XNV X
+#define X(type, field, nr, nc) \
+  if (name == #field) return AsNumbers(&mjData::field);
   MJDATA_POINTERS
 #undef X
 #undef XNV
   return nullptr;
 }
+
+struct Part {  // a field copied out: where in the output row, and from which batch output
+  std::string name;
+  DataMember member;
+  int start;     // in 32-bit words
+  int size;      // numbers
+  int residual;  // start of its float64 residual in words, -1 if none
+  bool post;     // filled by mj_rnePostConstraint: zero after a reset
+};
 
 struct Field {  // a randomized MjModel field, as the call names it
   std::string name;
@@ -75,7 +87,6 @@ struct Field {  // a randomized MjModel field, as the call names it
 struct Slot {
   mjBatch* batch = nullptr;
   int nsim = 0;
-  int nthread = 0;
   bool single = false;  // runs on the caller's thread alone
   std::vector<int> ids;
   std::vector<const double*> outputs;  // per Part: the batch's copies after mjb_step
@@ -85,7 +96,6 @@ struct Slot {
   int nrow = 0;
   std::vector<Component> components;
   int ctrl_at = 0;
-  std::vector<unsigned char> failed;
 };
 
 struct Engine {
@@ -131,11 +141,9 @@ std::unique_ptr<Slot> MakeSlot(Engine& e, int nsim, int nthread, std::string& er
   }
   mjBatch* b = slot->batch;
   slot->nsim = nsim;
-  slot->nthread = mjb_nthread(b);
   slot->single = nthread == 1;
   slot->ids.resize(nsim);
   for (int i = 0; i < nsim; i++) slot->ids[i] = i;
-  slot->failed.resize(nsim);
   slot->nrow = mjb_nstate(b);
   const double* row0 = mjb_state(b);
   for (size_t k = 0; k < e.bits.size(); k++) {
@@ -208,8 +216,7 @@ struct ApplyArgs {
 void CopyFields(const ApplyArgs& a, const mjData* d, int sim) {
   for (size_t k = 0; k < a.e->parts.size(); k++) {
     const Part& p = a.e->parts[k];
-    std::memcpy(a.s->copies[k].data() + static_cast<size_t>(sim) * p.size, DataField(d, p.name),
-                p.size * sizeof(double));
+    std::memcpy(a.s->copies[k].data() + static_cast<size_t>(sim) * p.size, d->*p.member, p.size * sizeof(double));
   }
 }
 
@@ -247,8 +254,7 @@ void WriteRows(void* storage, int size, int n, const float* values) {
 // Writes this call's randomized fields into the first n simulations, and the nominal values of the
 // fields an earlier call randomized and this one does not (a training and an evaluation env share an
 // engine). `names`: "t:name;..." with t the MjModel field's type (d double, f float, i int, b byte).
-ffi::Error WriteFields(Slot& s, int n, std::string_view names, const ffi::RemainingArgs& values,
-                       size_t first) {
+ffi::Error WriteFields(Slot& s, int n, std::string_view names, const ffi::RemainingArgs& values) {
   std::vector<Field> fields;
   for (size_t start = 0; start < names.size();) {
     size_t end = names.find(';', start);
@@ -258,13 +264,13 @@ ffi::Error WriteFields(Slot& s, int n, std::string_view names, const ffi::Remain
     fields.push_back({std::string(item.substr(2)), item[0]});
     start = end + 1;
   }
-  if (fields.size() + first != values.size()) {
+  if (fields.size() != values.size()) {
     return ffi::Error::InvalidArgument("randomized field names and values differ in number");
   }
   std::map<std::string, bool> now;
   for (size_t k = 0; k < fields.size(); k++) {
     const Field& f = fields[k];
-    auto value = values.get<ffi::Buffer<ffi::F32>>(first + k);
+    auto value = values.get<ffi::Buffer<ffi::F32>>(k);
     if (!value) return ffi::Error::InvalidArgument("randomized field " + f.name + " must be float32");
     int size = 0, elemsize = 0;
     void* storage = mjb_expand(s.batch, f.name.c_str(), &size, &elemsize);
@@ -371,11 +377,9 @@ void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool reset, bo
 
 // One batched call. `state`/`ctrl`: the rows to step (null: none); `reset`: which rows reset instead
 // (null: none, or all when state is null); `qpos`/`qvel`: the resets' states.
-ffi::Error Call(uint64_t key, std::string_view fields, int64_t n, const uint32_t* state, const float* ctrl,
+ffi::Error Call(Engine* e, std::string_view fields, int64_t n, const uint32_t* state, const float* ctrl,
                 const bool* reset, const float* qpos, const float* qvel, const ffi::RemainingArgs& values,
-                size_t first, uint32_t* out) {
-  Engine* e = Find(key);
-  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine " + std::to_string(key) + " is not registered in this process");
+                uint32_t* out) {
   if (n == 0) return ffi::Error::Success();
   if (n > (1 << 30)) return ffi::Error::InvalidArgument("too many simulations in one call");
   std::string error;
@@ -384,7 +388,7 @@ ffi::Error Call(uint64_t key, std::string_view fields, int64_t n, const uint32_t
   Slot& s = *slot;
   int count = static_cast<int>(n);
   mjModel* m = e->model;
-  ffi::Error status = WriteFields(s, count, fields, values, first);
+  ffi::Error status = WriteFields(s, count, fields, values);
   // Each row steps, resets, or (a masked reset without a state) is left out, its output zero.
   std::vector<int> stepping, resetting;
   for (int i = 0; i < count; i++) {
@@ -456,41 +460,44 @@ int64_t Rows(const ffi::AnyBuffer::Dimensions& dims, int64_t width) {
   return width ? total / width : 0;
 }
 
+ffi::Error Unregistered(uint64_t key) {
+  return ffi::Error::Internal("gymjax: MuJoCo engine " + std::to_string(key) + " is not registered in this process");
+}
+
+// The four handlers: which rows a call steps or resets (see Call), the batch's size read off the
+// input whose rows are one env each.
+
 ffi::Error Init(uint64_t key, std::string_view fields, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi::F32> qvel,
                 ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
-  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
-  int64_t n = Rows(qpos.dimensions(), e->model->nq);
-  return Call(key, fields, n, nullptr, nullptr, nullptr, qpos.typed_data(), qvel.typed_data(), values, 0,
-              out->typed_data());
+  if (!e) return Unregistered(key);
+  return Call(e, fields, Rows(qpos.dimensions(), e->model->nq), nullptr, nullptr, nullptr, qpos.typed_data(),
+              qvel.typed_data(), values, out->typed_data());
 }
 
 ffi::Error Step(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
                 ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
-  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
-  int64_t n = Rows(state.dimensions(), 2 * e->nstate);
-  return Call(key, fields, n, state.typed_data(), ctrl.typed_data(), nullptr, nullptr, nullptr, values, 0,
-              out->typed_data());
+  if (!e) return Unregistered(key);
+  return Call(e, fields, Rows(state.dimensions(), 2 * e->nstate), state.typed_data(), ctrl.typed_data(), nullptr,
+              nullptr, nullptr, values, out->typed_data());
 }
 
 ffi::Error InitWhere(uint64_t key, std::string_view fields, ffi::Buffer<ffi::PRED> reset, ffi::Buffer<ffi::F32> qpos,
                      ffi::Buffer<ffi::F32> qvel, ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
-  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
-  int64_t n = Rows(qpos.dimensions(), e->model->nq);
-  return Call(key, fields, n, nullptr, nullptr, reset.typed_data(), qpos.typed_data(), qvel.typed_data(), values, 0,
-              out->typed_data());
+  if (!e) return Unregistered(key);
+  return Call(e, fields, Rows(qpos.dimensions(), e->model->nq), nullptr, nullptr, reset.typed_data(),
+              qpos.typed_data(), qvel.typed_data(), values, out->typed_data());
 }
 
 ffi::Error StepOrReset(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
                        ffi::Buffer<ffi::PRED> reset, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi::F32> qvel,
                        ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
-  if (!e) return ffi::Error::Internal("gymjax: MuJoCo engine is not registered in this process");
-  int64_t n = Rows(state.dimensions(), 2 * e->nstate);
-  return Call(key, fields, n, state.typed_data(), ctrl.typed_data(), reset.typed_data(), qpos.typed_data(),
-              qvel.typed_data(), values, 0, out->typed_data());
+  if (!e) return Unregistered(key);
+  return Call(e, fields, Rows(state.dimensions(), 2 * e->nstate), state.typed_data(), ctrl.typed_data(),
+              reset.typed_data(), qpos.typed_data(), qvel.typed_data(), values, out->typed_data());
 }
 
 }  // namespace
@@ -536,9 +543,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoStepOrReset, StepOrReset,
                                   .Ret<ffi::Buffer<ffi::U32>>());
 
 // Registers an engine under `key` (a no-op when one is): a copy of the model, and where each part of
-// an output row lies (gymjax.envs.mujoco.host.layout). `parts`: "name:start:size:residual;..." in
-// 32-bit words, residual -1 where none; "qpos" among them says where qpos and its residual go, and
-// "qvel" and "state" where those go. Returns 0, or -1 with a message in `error`.
+// an output row lies (gymjax.envs.mujoco.host.layout). `parts`: "name:start:size:residual:post;..." in
+// 32-bit words, residual -1 where none, post 1 for a field mj_rnePostConstraint fills (host's
+// POST_CONSTRAINT_FIELDS: zero after a reset); "qpos" among them says where qpos and its residual go,
+// and "qvel" and "state" where those go. Returns 0, or -1 with a message in `error`.
 extern "C" int gymjax_register(uint64_t key, const mjModel* model, int frame_skip, int nthread, int flags,
                                const char* parts, char* error, int error_size) {
   std::lock_guard<std::mutex> lock(registry_mutex);
@@ -575,8 +583,8 @@ extern "C" int gymjax_register(uint64_t key, const mjModel* model, int frame_ski
     if (end == std::string_view::npos) end = list.size();
     std::string item(list.substr(start, end - start));
     char name[256];
-    int at = 0, size = 0, residual = -1;
-    if (std::sscanf(item.c_str(), "%255[^:]:%d:%d:%d", name, &at, &size, &residual) != 4) {
+    int at = 0, size = 0, residual = -1, post = 0;
+    if (std::sscanf(item.c_str(), "%255[^:]:%d:%d:%d:%d", name, &at, &size, &residual, &post) != 5) {
       std::snprintf(error, error_size, "bad part %s", item.c_str());
       return -1;
     }
@@ -589,8 +597,12 @@ extern "C" int gymjax_register(uint64_t key, const mjModel* model, int frame_ski
     } else if (part == "qvel") {
       e->qvel_start = at;
     } else {
-      bool post = part == "cacc" || part == "cfrc_int" || part == "cfrc_ext";
-      e->parts.push_back({part, at, size, residual, post});
+      DataMember member = DataField(part);
+      if (!member) {
+        std::snprintf(error, error_size, "%s is not an mjtNum array of mjData", name);
+        return -1;
+      }
+      e->parts.push_back({part, member, at, size, residual, post != 0});
     }
     words = std::max(words, at + (part == "state" ? 2 * size : size));
     if (residual >= 0) words = std::max(words, residual + size);
