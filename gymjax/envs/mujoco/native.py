@@ -18,7 +18,6 @@ import ctypes
 import functools
 import hashlib
 import importlib.util
-import os
 import warnings
 
 import jax
