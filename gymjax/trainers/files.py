@@ -118,6 +118,18 @@ def _temporary(path: pathlib.Path) -> pathlib.Path:
     return tmp
 
 
+@contextlib.contextmanager
+def _naming(path: pathlib.Path | str | os.PathLike) -> Iterator[None]:
+    """A failed ``write`` or ``close`` raises an OSError with no file name ("No space left on device");
+    this one names the file the user would look for."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+
+
 def replace_text(path: str | os.PathLike, text: str) -> None:
     """Writes ``path`` whole through an exclusive temporary file and an atomic rename: never half-written,
     never written through a link."""
@@ -125,7 +137,7 @@ def replace_text(path: str | os.PathLike, text: str) -> None:
     tmp = _temporary(path)
     try:
         fd = open_fd(tmp, os.O_WRONLY | os.O_TRUNC)
-        with os.fdopen(fd, "w", newline="") as f:
+        with _naming(path), os.fdopen(fd, "w", newline="") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
@@ -136,7 +148,7 @@ def replace_text(path: str | os.PathLike, text: str) -> None:
 def append_text(path: str | os.PathLike, text: str) -> None:
     """Appends ``text`` in one ``write`` (a kill tears at most this text), creating ``path`` if needed."""
     fd = open_in_place(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    with os.fdopen(fd, "a", newline="") as f:
+    with _naming(path), os.fdopen(fd, "a", newline="") as f:
         f.write(text)
 
 

@@ -3,6 +3,7 @@ file a run writes, damaged run.json shapes, and the disks and signals that used 
 Each case must leave every file outside the directory byte-identical and end in one line."""
 
 import contextlib
+import errno
 import json
 import os
 import pathlib
@@ -199,6 +200,21 @@ def test_the_files_module_never_writes_through_a_link(tmp_path, victim):
     os.link(victim, target)  # appending to a hard link would write into the victim
     with pytest.raises(files.UnsafePath, match="metrics.csv has 2 hard links"):
         files.append_text(target, "row\n")
+
+
+def test_a_write_that_finds_the_disk_full_names_its_file(tmp_path):
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        for write, name in ((files.replace_text, "metrics.csv"), (files.append_text, "metrics.jsonl")):
+            with pytest.raises(OSError) as raised:
+                write(mount / name, "x" * 2**20)  # the error surfaces at write or close, with no name of its own
+            assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(mount / name)
+        assert sorted(p.name for p in mount.iterdir()) == ["metrics.jsonl"]  # no temporary left behind
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
 
 
 def test_links_in_a_checkpoint_directory_are_refused_by_the_api_too(tmp_path, victim):
