@@ -23,6 +23,7 @@ COMMANDS = {
     "external": "benchmarks.external",
     "suite": "benchmarks.suite",
     "page": "benchmarks.page",
+    "note": "benchmarks.note",
 }
 
 

@@ -55,44 +55,6 @@ TARGETS = {
 }  # fmt: skip
 
 
-# Each target the committed records miss: why, read off its curve, and what would reach it (issue 25
-# asks for both). (reference id, minutes) -> text; the report lists a miss missing here as such.
-MISSED = {
-    ("Ant-v5", 15): (
-        "Every seed was still rising when the budget ended (the last three snapshots of each, 13 to 14 "
-        "minutes, climb), at 5.4-5.7M env steps: on 2 cores the networks' updates bound the wall time with "
-        "the physics, so 15 minutes buy too few steps. More steps a minute (more cores, an accelerator) would "
-        "likely reach it, the curves not having levelled off, as would an algorithm that needs fewer steps "
-        "(rl-zoo's TD3: 5,813 after 1M; a later issue); in 60 minutes `ant_hour` reaches 6,744."
-    ),
-    ("Hopper-v5", 60): (
-        "It passed the target at 12 minutes (3,877 at 6.1M env steps, 3,962 at 10.8M), then fell back to "
-        "1,500-2,500 for the last 18M steps and did not recover: some of the 10 episodes end early in a fall "
-        "(the return swings by 2,000 between snapshots 1.5M steps apart), and the rate, decayed over all "
-        "28.8M steps, was still about 60% of its start when it fell. "
-        "Tried: `ant_hour`'s scaling, 4x the envs (1,024) so that each update sees 4x the data; in 60 "
-        "minutes it never hopped, standing still for the healthy reward (1,001.5 at the end, 20.9M env "
-        "steps; record suite_hopper_hour_60min, `--env hopper --set num_envs=1024`), so that preset was "
-        "not kept. Untested here: a lower rate or fewer passes per batch, or keeping the best evaluated "
-        "snapshot, as rl-zoo's evaluation callback does."
-    ),
-    ("Swimmer-v5", 60): (
-        "It peaked at 338.7 at 6.5 minutes (3.4M env steps), then declined steadily to 234.3 over the last "
-        "29M steps. The linear decay is laid over all 32.2M steps, so the rate stayed high for much longer "
-        "than in the 15-minute run, whose rate decayed over 8.1M steps and which ended at 316.1 (best "
-        "356.4). Untested here: a preset for the hour that updates more gently, keeping the best "
-        "evaluated snapshot, or a cap on the steps a preset trains however long the budget."
-    ),
-}
-
-# Records measured before the gymjax arm trained with gymjax's time budget: their runs trained a
-# preset's step budget, which ended inside the deadline.
-STEP_BUDGETED = {
-    "time_to_return": "preset ant (6M steps), which ended at 13.5 min, inside the 15 minutes",
-    "time_to_return_hour": "preset ant_hour (24M steps), inside the 60 minutes",
-}
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", nargs="+", required=True, metavar="STEM",
                    help="training records (results/<stem>.json) of gymjax runs with --minutes")  # fmt: skip
@@ -157,7 +119,10 @@ def rows(records: dict[str, dict]) -> dict:
     for row in table.values():
         for kind in ("gymjax", "sb3"):
             if row[kind] is not None:
-                row[kind] = {"label": row[kind]["label"], "records": _records(row[kind], row[kind]["runs"]),
+                stems = _records(row[kind], row[kind]["runs"])
+                notes = {s: records[s]["notes"][row["reference_id"]] for s in stems
+                         if row["reference_id"] in records[s].get("notes", {})}  # fmt: skip
+                row[kind] = {"label": row[kind]["label"], "records": stems, "notes": notes,
                              **_figures(row[kind]["runs"])}  # fmt: skip
         if row["gymjax"] is not None or row["sb3"] is not None:
             out.append(row)
@@ -273,12 +238,12 @@ def unmeasured(results: dict) -> list[str]:
 
 def missed(results: dict) -> list[str]:
     """A line for each row whose median final return misses its target: what it reached, and why
-    (:data:`MISSED`), or that no one has said why yet."""
+    (the notes kept with its records, :mod:`benchmarks.note`), or that no one has said why yet."""
     lines = []
     for r in results["rows"]:
         if _met(r) is not False:
             continue
-        why = MISSED.get((r["reference_id"], int(r["minutes"])), "Not explained yet.")
+        why = " ".join(r["gymjax"]["notes"].values()) or "Not explained yet."
         median = common.figure(r["gymjax"]["final"])["median"]
         lines.append(
             f"- {r['reference_id']}, {r['minutes']:g} min: {median:,.1f} (best snapshot "
@@ -287,14 +252,25 @@ def missed(results: dict) -> list[str]:
     return lines
 
 
+def noted(results: dict) -> list[str]:
+    """The notes of the rows' records (how a run was trained, what a curve shows) with their rows, but
+    for those :func:`missed` gives as a miss's why."""
+    return [
+        f"- {r['reference_id']}, {r['minutes']:g} min, {kind}, {stem}: {text}"
+        for r in results["rows"]
+        for kind in ("gymjax", "sb3")
+        if not (kind == "gymjax" and _met(r) is False)
+        for stem, text in (r[kind] or {}).get("notes", {}).items()
+    ]
+
+
 def markdown(record: dict) -> list[str]:
     return [
         *summary(record),
         "",
         f"Records: {', '.join(f'[{s}]({s}.md)' for s in record['settings']['records'])} (settings, every curve).",
-        *[f"{stem}: trained {how}, before `--minutes` chose the steps." for stem, how in STEP_BUDGETED.items()
-          if stem in record["settings"]["records"]],
         *common.listed("Targets missed: why, and what would reach them", missed(record["results"])),
+        *common.listed("Notes kept with the records", noted(record["results"])),
         *common.listed("Runs replaced by a later record", superseded(record["results"])),
         *common.listed("Targets with no run of their budget here yet", unmeasured(record["results"])),
     ]

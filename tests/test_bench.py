@@ -8,8 +8,10 @@ or not), and that the ratios are the run's own figures divided. They choose a
 few cheap stacks: the whole table's quick run is ``make``'s, not the tests'.
 """
 
+import argparse
 import json
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -268,7 +270,7 @@ def test_the_results_page_links_committed_files_and_follows_its_records(tmp_path
     assert "| a rerun | 123,456,789 |" in page.page(tmp_path) and "123,456,789" not in text
 
 
-def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(tmp_path, monkeypatch):
+def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(tmp_path):
     from benchmarks import suite
 
     def run(seed, finals):
@@ -281,7 +283,7 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
         return {"command": ["x"], "settings": {"minutes": minutes},
                 "results": {"tasks": {task: {"reference_id": reference, "arms": {kind: arm}}}}}  # fmt: skip
 
-    results = suite.rows({
+    records = {
         "a": record(15, "half_cheetah", "HalfCheetah-v5", [run(0, [3000.0, 6000.0])]),
         "b": record(5, "reacher", "Reacher-v5", [run(0, [-9.0, -6.0])]),
         # more seeds of the same settings pool with seed 0 ...
@@ -296,7 +298,8 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
         "h": record(5, "reacher", "Reacher-v5", [run(0, [-7.0, -3.0])], settings={"gamma": 0.95}),
         "i": record(15, "walker2d", "Walker2d-v5", [run(0, [4000.0, 5000.0])]),
         "j": record(15, "swimmer", "Swimmer-v5", [run(0, [250.0, 200.0])]),
-    })  # fmt: skip
+    }  # fmt: skip
+    results = suite.rows(records)
     lines = suite.table(results)
     cheetah = next(line for line in lines if line.startswith("| HalfCheetah-v5"))
     # median of the final returns 5,900 >= rl-zoo's PPO 5,819: met; rl-zoo's three published beside it
@@ -319,10 +322,33 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
     # each miss (median final below the target) with why, or that nobody said; no line for the rows met
     swimmer = "- Swimmer-v5, 15 min: 200.0 (best snapshot 250.0) against 282."
     assert suite.missed(results) == [f"{swimmer} Not explained yet."]
-    monkeypatch.setitem(suite.MISSED, ("Swimmer-v5", 15), "Too few steps.")
-    assert suite.missed(results) == [f"{swimmer} Too few steps."]
+    # the why is a note kept with the record of the row's runs (python -m benchmarks note), not code
+    noted = suite.rows(records | {"j": records["j"] | {"notes": {"Swimmer-v5": "Too few steps."}}})
+    assert suite.missed(noted) == [f"{swimmer} Too few steps."]
+    assert suite.noted(noted) == []  # said once, as the miss's why
+    noted = suite.rows(records | {"i": records["i"] | {"notes": {"Walker2d-v5": "Seed 0 only."}}})
+    assert suite.noted(noted) == ["- Walker2d-v5, 15 min, gymjax, i: Seed 0 only."]
     with pytest.raises(SystemExit, match="--minutes"):
         suite.rows({"a": record(None, "reacher", "Reacher-v5", [run(0, [1.0])])})
+
+
+def test_a_note_is_kept_in_its_record_and_refused_for_a_task_it_lacks(tmp_path, monkeypatch):
+    from benchmarks import note
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    shutil.copy(REPO / "benchmarks" / "results" / "suite_hopper_60min.json", tmp_path / "h.json")
+
+    def noted(*argv):
+        parser = argparse.ArgumentParser()
+        note.add_arguments(parser)
+        return note.main(parser.parse_args(argv), list(argv))
+
+    noted("h", "Hopper-v5", "It fell.")
+    assert json.loads((tmp_path / "h.json").read_text())["notes"]["Hopper-v5"] == "It fell."
+    with pytest.raises(SystemExit, match=r"h has no task 'Ant-v5'; it has \['Hopper-v5'\]"):
+        noted("h", "Ant-v5", "x")
+    noted("h", "Hopper-v5", "")
+    assert "Hopper-v5" not in json.loads((tmp_path / "h.json").read_text())["notes"]
 
 
 def test_every_miss_in_the_committed_suite_says_why():
