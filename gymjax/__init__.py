@@ -1,6 +1,6 @@
 """gymjax: fast, jitted JAX environments for the whole RL ecosystem.
 
-``import gymjax`` registers every gymjax id with Gymnasium, so that
+``import gymjax`` registers every gymjax id (:mod:`gymjax.envs`), with Gymnasium too, so that
 ``gymnasium.make("JaxAnt-v0")`` and ``gymnasium.make_vec("JaxAnt-v0", num_envs=256)``
 work.
 """
@@ -16,9 +16,7 @@ if sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0]) == "gymjax":
 
     guard_the_start()
 
-import gymnasium
-
-from gymjax import envs
+from gymjax import envs  # registers every id, with Gymnasium too
 
 __version__ = "0.1.0"
 __all__ = ["Env", "State", "Wrapper", "envs", "make"]
@@ -34,22 +32,3 @@ def __getattr__(name: str):
         return getattr(core, name)
     raise AttributeError(f"module 'gymjax' has no attribute {name!r}")
 
-
-def _register_with_gymnasium() -> None:
-    for collection in (None, *envs.external.COLLECTIONS):
-        for env_id in envs.registered_ids(collection=collection):
-            if env_id in gymnasium.registry:
-                continue  # a re-import (importlib.reload) registers nothing twice
-            # Another collection's time limit is known once its env is built: the session applies
-            # it in JAX (time_limit), where Gymnasium's TimeLimit would need it now.
-            gymnasium.register(
-                id=env_id,
-                entry_point="gymjax.wrappers.gymnasium:GymnasiumEnv",
-                vector_entry_point="gymjax.wrappers.gymnasium:GymnasiumVectorEnv",
-                max_episode_steps=envs.spec(env_id).max_episode_steps,
-                reward_threshold=envs.spec(env_id).reward_threshold,
-                kwargs={"env": env_id} if collection is None else {"env": env_id, "time_limit": True},
-            )
-
-
-_register_with_gymnasium()

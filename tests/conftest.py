@@ -5,8 +5,11 @@ needs a compiled Ant uses one of the session fixtures below, and compiled
 programs are cached on disk across runs (``.jax_cache/`` at the repo root).
 """
 
+import atexit
 import os
 import pathlib
+import shutil
+import tempfile
 import warnings
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering; read when mujoco loads
@@ -30,6 +33,29 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 warnings.filterwarnings("ignore", message=".*Box observation space (minimum|maximum).*")
+
+
+def _register_user_ids() -> None:
+    """Two ids registered as a user would (``gymjax.envs.register``), so that every test over the
+    registry runs on ids gymjax does not ship: Hopper on an XML of one's own (a longer foot) with
+    Gymnasium's Hopper-v5 on the same XML as its twin, and a CartPole variant with no twin, which gets
+    the checks that need none."""
+    from gymjax.envs.mujoco.base import gymnasium_asset
+
+    folder = tempfile.mkdtemp(prefix="gymjax-test-xml-")
+    atexit.register(shutil.rmtree, folder, True)
+    xml = pathlib.Path(folder) / "hopper_long_foot.xml"
+    original = pathlib.Path(gymnasium_asset("hopper.xml")).read_text()
+    assert 'size="0.06 0.195"' in original
+    xml.write_text(original.replace('size="0.06 0.195"', 'size="0.06 0.26"'))
+    gymjax.envs.register("TestJaxHopperLongFoot-v0", "gymjax.envs.mujoco.hopper:Hopper", max_episode_steps=1000,
+                         kwargs={"xml_file": str(xml)}, reference_id="Hopper-v5",
+                         reference_kwargs={"xml_file": str(xml)})  # fmt: skip
+    gymjax.envs.register("TestJaxCartPoleSutton-v0", "gymjax.envs.classic.cartpole:CartPole", max_episode_steps=200,
+                         kwargs={"sutton_barto_reward": True})  # fmt: skip
+
+
+_register_user_ids()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,13 @@
 """The registry of gymjax environments: ``gymjax.envs.make("JaxAnt-v0")``.
 
-Single-agent ids are also registered with Gymnasium on ``import gymjax``.
+The registry owns what makes an id more than its class: the entry point and the options fixed for
+the id (a variant is a registry line: ``kwargs={"scenario": "Hopper"}``), the time limit, and the
+Gymnasium env whose task it reproduces with the options that env takes. A class built directly
+(``Hopper()``) has no time limit, as Gymnasium's own classes have none outside their registry.
+:func:`register` is public: a user's id (Ant with their XML) is made, vectorized, trained and
+tested as gymjax's own are.
+
+Single-agent ids are also registered with Gymnasium, by :func:`register`.
 Multi-agent ids (``gymjax.envs.make_multi("JaxMultiAnt-v0", agent_conf="4x2")``)
 share the table and its rules but not that registration: their actions are a
 dict per agent, which no Gymnasium ``Env`` takes. Their adapter is
@@ -14,7 +21,7 @@ import functools
 import importlib
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +38,8 @@ class EnvSpec:
     multi_agent: bool = False
     reference_id: str | None = None  # Gymnasium's own env with the same task: what a policy is judged on
     collection: str | None = None  # "brax", "playground", "gymnax": another collection's env (gymjax.envs.external)
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the id's fixed options (a variant)
+    reference_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the reference's, for them
 
     @property
     def reward_threshold(self) -> float | None:
@@ -57,19 +66,58 @@ def register(
     entry_point: str | Callable[..., Env],
     max_episode_steps: int | None,
     *,
-    multi_agent: bool = False,
+    kwargs: Mapping[str, Any] | None = None,
     reference_id: str | None = None,
+    reference_kwargs: Mapping[str, Any] | None = None,
+    multi_agent: bool = False,
     collection: str | None = None,
 ) -> None:
-    """Registers ``entry_point(**kwargs) -> Env`` under ``env_id``; ids are unique.
+    """Registers ``entry_point(**kwargs, **options) -> Env`` under ``env_id``; ids are unique.
 
-    ``entry_point``: a callable, or ``"module:Class"`` imported when the id is first made.
-    ``reference_id``: the Gymnasium env whose task this one reproduces (``gymjax eval --reference``
-    plays a trained policy on it).
+    Args:
+        entry_point: a callable, or ``"module:Class"`` imported when the id is first made.
+        max_episode_steps: the time limit (Gymnasium's ``TimeLimit``, the trainer's episode length);
+            None for an env that truncates by itself or never.
+        kwargs: options fixed for this id, which a caller's options override (a variant of a task).
+        reference_id, reference_kwargs: the Gymnasium env (and its options) whose task this id
+            reproduces: ``gymjax eval --reference`` plays a trained policy there, and the
+            conformance tests step both from the same states. An id without one gets the tests
+            that need no twin.
+        multi_agent: actions are a dict per agent (:func:`make_multi`); not registered with Gymnasium.
+
+    A single-agent id is registered with Gymnasium too: ``gymnasium.make(env_id)`` works at once.
     """
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"an environment id is a non-empty str, got {env_id!r}")
     if env_id in _REGISTRY:
         raise ValueError(f"environment id {env_id!r} is already registered")
-    _REGISTRY[env_id] = EnvSpec(env_id, entry_point, max_episode_steps, multi_agent, reference_id, collection)
+    if max_episode_steps is not None and (isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int)
+                                          or max_episode_steps < 1):  # fmt: skip
+        raise ValueError(f"max_episode_steps must be an int >= 1 or None, got {max_episode_steps!r}")
+    if reference_kwargs and reference_id is None:
+        raise ValueError(f"{env_id}: reference_kwargs without a reference_id")
+    spec_ = EnvSpec(env_id, entry_point, max_episode_steps, multi_agent, reference_id, collection,
+                    dict(kwargs or {}), dict(reference_kwargs or {}))  # fmt: skip
+    _REGISTRY[env_id] = spec_
+    if not multi_agent:
+        _register_with_gymnasium(spec_)
+
+
+def _register_with_gymnasium(spec_: EnvSpec) -> None:
+    import gymnasium
+
+    if spec_.env_id in gymnasium.registry:
+        return  # a re-import (importlib.reload) registers nothing twice
+    # Another collection's time limit is known once its env is built: the session applies it in
+    # JAX (time_limit), where Gymnasium's TimeLimit would need it now.
+    gymnasium.register(
+        id=spec_.env_id,
+        entry_point="gymjax.wrappers.gymnasium:GymnasiumEnv",
+        vector_entry_point="gymjax.wrappers.gymnasium:GymnasiumVectorEnv",
+        max_episode_steps=spec_.max_episode_steps,
+        reward_threshold=spec_.reward_threshold,
+        kwargs={"env": spec_.env_id} | ({"time_limit": True} if spec_.collection else {}),
+    )
 
 
 def spec(env_id: str) -> EnvSpec:
@@ -124,8 +172,10 @@ class UnknownOption(TypeError, ValueError):
 
 
 def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> Env:
+    env_spec = spec(env_id)
     recorded = dict(kwargs)
-    if spec(env_id).collection is None:  # Brax's envs take backend= as their own option
+    kwargs = {**env_spec.kwargs, **kwargs}
+    if env_spec.collection is None:  # Brax's envs take backend= as their own option
         kwargs = _engine(kwargs)
     known = options_of(factory)
     unknown = sorted(set(kwargs) - set(known)) if known is not None else []
@@ -136,6 +186,8 @@ def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> 
         )
     env = factory(**kwargs)
     env.env_id, env.env_kwargs = env_id, recorded
+    if env_spec.max_episode_steps is not None:  # else the env's own (another collection's)
+        env.max_episode_steps = env_spec.max_episode_steps
     return env
 
 
@@ -184,9 +236,8 @@ def _engine(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-# Each id's time limit is stated here only (Gymnasium needs it at import, before any env is built);
-# the env classes read it back as their ``max_episode_steps``. Entry points are imported when an
-# id is made: classic-control users never load MuJoCo.
+# Each id's time limit is stated here only (Gymnasium needs it at import, before any env is built).
+# Entry points are imported when an id is made: classic-control users never load MuJoCo.
 _MUJOCO = "gymjax.envs.mujoco"
 _CLASSIC = "gymjax.envs.classic"
 register("JaxAnt-v0", f"{_MUJOCO}.ant:Ant", max_episode_steps=1000, reference_id="Ant-v5")
@@ -224,3 +275,6 @@ from gymjax.envs import external  # names only: no collection is imported
 
 for _id, (_collection, _name) in external.IDS.items():
     register(_id, functools.partial(external.make, _collection, _name), None, collection=_collection)
+
+# The ids gymjax ships (presets, benchmarks and per-task tests cover these); a user's are registered later.
+CATALOG: frozenset[str] = frozenset(_REGISTRY)

@@ -35,9 +35,11 @@ def reference_id(env_id: str | None) -> str:
     return spec.reference_id
 
 
-def reference_kwargs(env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """The JAX env's options as the reference env's: the same names, less :data:`ENGINE_OPTIONS`."""
-    return {k: v for k, v in (env_kwargs or {}).items() if k not in ENGINE_OPTIONS}
+def reference_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """The reference env's options for ``env_id`` made with ``env_kwargs``: the registry's for the id
+    (a variant's), then the JAX env's own by the same names, less :data:`ENGINE_OPTIONS`."""
+    given = {k: v for k, v in (env_kwargs or {}).items() if k not in ENGINE_OPTIONS}
+    return {**envs.spec(env_id).reference_kwargs, **given}
 
 
 def evaluate_on_reference(
@@ -67,7 +69,7 @@ def evaluate_on_reference(
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
     ref = reference_id(env_id)
-    kwargs = reference_kwargs(env_kwargs)
+    kwargs = reference_kwargs(env_id, env_kwargs)
     start = time.perf_counter()
     try:
         venv = gymnasium.vector.SyncVectorEnv(

@@ -113,7 +113,7 @@ def test_acrobot_matches_gymnasium_step_for_step():
     # Angles set several periods out: Gymnasium's wrap takes away whole periods until in range.
     far = [[10.0, -9.0, 0.0, 0.0], [-13.0, 16.0, 1.0, -1.0]]
     starts = [None] * 2 + near_goal + far
-    visited = _lockstep(Acrobot(), "Acrobot-v1", starts, lambda r: int(r.integers(3)), 3)
+    visited = _lockstep(gymjax.make("JaxAcrobot-v0"), "Acrobot-v1", starts, lambda r: int(r.integers(3)), 3)
     assert len(visited) > 1000
     ends = [v for v in visited if v[4]]
     assert len(ends) >= 8 and all(v[3] == 0.0 for v in ends)
@@ -127,7 +127,7 @@ def test_mountain_car_matches_gymnasium_step_for_step():
     # A random policy never reaches the goal: start some episodes near it, and some
     # against the left wall, where the car stops dead.
     starts = [None] * 3 + [[0.45, 0.05], [0.49, 0.01], [0.3, 0.07], [0.48, -0.01], [-1.15, -0.06]] * 2
-    visited = _lockstep(MountainCar(), "MountainCar-v0", starts, lambda r: int(r.integers(3)), 4)
+    visited = _lockstep(gymjax.make("JaxMountainCar-v0"), "MountainCar-v0", starts, lambda r: int(r.integers(3)), 4)
     assert sum(v[4] for v in visited) >= 6
     assert all(v[3] == -1.0 for v in visited)
     assert any(v[2][0] == np.float32(-1.2) and v[2][1] == 0.0 for v in visited), "the left wall not hit"
@@ -139,7 +139,7 @@ def test_mountain_car_continuous_matches_gymnasium_step_for_step():
         return rng.uniform(-1.5, 1.5, (1,)).astype(np.float32)
 
     starts = [None] * 2 + [[0.4, 0.05], [0.44, 0.01], [0.3, 0.07], [-1.15, -0.06]] * 2
-    visited = _lockstep(MountainCarContinuous(), "MountainCarContinuous-v0", starts, policy, 5)
+    visited = _lockstep(gymjax.make("JaxMountainCarContinuous-v0"), "MountainCarContinuous-v0", starts, policy, 5)
     ends = [v for v in visited if v[4]]
     assert len(ends) >= 6 and all(v[3] > 99.0 for v in ends)
     assert any(abs(v[1][0]) > 1.0 for v in visited)

@@ -1,10 +1,12 @@
 """Every registered id against its Gymnasium reference: a new id is tested by being registered.
 
-For each single-agent id of ``gymjax.envs.registered_ids()``: Gymnasium's ``check_env``; the
-spaces, time limit, constructor options and info keys of the reference; one step from the
-reference's own states (MuJoCo C: Gymnasium's physics, so float32 rounding apart); the vector
-env in lockstep with ``SyncVectorEnv`` in both autoreset modes; pickling; a rendered frame; an
-unknown option named. MuJoCo envs run on the C engine here (the CPU default); MJX's deviation
+For each single-agent id of ``gymjax.envs.registered_ids()`` (gymjax's own, and the user's ids
+``tests/conftest.py`` registers): Gymnasium's ``check_env``; the registry's time limit on the built
+env; the vector env in lockstep with ``SyncVectorEnv`` in both autoreset modes; pickling; a
+rendered frame; an unknown option named. For each with a Gymnasium twin (``reference_id``, made
+with the registry's ``reference_kwargs``), also: the spaces, time limit, constructor options and
+info keys of the reference, and one step from the reference's own states (MuJoCo C: Gymnasium's
+physics, so float32 rounding apart). MuJoCo envs run on the C engine here (the CPU default); MJX's deviation
 from it is bounded in ``test_mjx_parity.py``.
 """
 
@@ -25,6 +27,7 @@ from gymjax.envs.mujoco import MujocoEnv
 from lockstep import assert_same  # tests/lockstep.py
 
 IDS = envs.registered_ids()
+TWINNED = [i for i in IDS if envs.spec(i).reference_id is not None]
 # What Gymnasium's MujocoEnv takes for every task, and its classic-control envs' render_mode: the
 # adapter (size, mode) or MujocoEnv (camera) answers them, not the task's own signature.
 RENDER_OPTIONS = {"render_mode", "width", "height", "camera_id", "camera_name", "max_geom", "visual_options"}
@@ -37,11 +40,24 @@ def reference_id(env_id):
     return ref
 
 
+def make_reference(env_id, **kwargs):
+    """``env_id``'s Gymnasium twin, with the options the registry gives it (a variant's)."""
+    return gymnasium.make(reference_id(env_id), **envs.spec(env_id).reference_kwargs, **kwargs)
+
+
 @pytest.fixture(scope="module", params=IDS)
+def made(request):
+    """``(id, our env)``, unwrapped: every id, with a twin or not."""
+    ours = gymnasium.make(request.param)
+    yield request.param, ours.unwrapped
+    ours.close()
+
+
+@pytest.fixture(scope="module", params=TWINNED)
 def pair(request):
     """``(id, our env, Gymnasium's env)``, unwrapped, shared by this module's tests for one id."""
     ours = gymnasium.make(request.param)
-    ref = gymnasium.make(reference_id(request.param))
+    ref = make_reference(request.param)
     yield request.param, ours.unwrapped, ref.unwrapped
     ours.close()
     ref.close()
@@ -51,9 +67,16 @@ def _mujoco(env):
     return isinstance(env.jax_env, MujocoEnv)
 
 
-def test_passes_gymnasiums_check_env(pair):
-    _, ours, _ = pair
+def test_passes_gymnasiums_check_env(made):
+    _, ours = made
     check_env(ours, skip_render_check=True)  # rendering: test_renders_a_frame
+
+
+def test_the_time_limit_is_the_registrys_and_only_there(made):
+    env_id, ours = made
+    limit = envs.spec(env_id).max_episode_steps
+    assert gymnasium.spec(env_id).max_episode_steps == limit == gymjax.make(env_id).max_episode_steps
+    assert envs.spec(env_id).load()().max_episode_steps is None  # the class alone: no time limit
 
 
 def test_spaces_and_time_limit_are_the_references(pair):
@@ -74,6 +97,22 @@ def test_reward_threshold_is_the_references(env_id):
     expected = gymnasium.spec(reference_id(env_id)).reward_threshold
     assert gymnasium.spec(env_id).reward_threshold == expected
     assert envs.spec(env_id).reward_threshold == expected
+
+
+def test_register_refuses_what_it_could_not_honour():
+    with pytest.raises(ValueError, match="'JaxHopper-v0' is already registered"):
+        envs.register("JaxHopper-v0", "gymjax.envs.mujoco.hopper:Hopper", 1000)
+    with pytest.raises(ValueError, match="max_episode_steps must be an int >= 1 or None, got 0"):
+        envs.register("NeverMade-v0", "gymjax.envs.mujoco.hopper:Hopper", 0)
+    with pytest.raises(ValueError, match="NeverMade-v0: reference_kwargs without a reference_id"):
+        envs.register("NeverMade-v0", "gymjax.envs.mujoco.hopper:Hopper", 10, reference_kwargs={"x": 1})
+    assert "NeverMade-v0" not in envs.registered_ids() and "NeverMade-v0" not in gymnasium.registry
+
+
+def test_a_variants_options_are_fixed_by_the_registry_and_overridable():
+    env = gymjax.make("TestJaxCartPoleSutton-v0")
+    assert env.sutton_barto_reward and env.env_kwargs == {}  # recorded: what the caller gave
+    assert not gymjax.make("TestJaxCartPoleSutton-v0", sutton_barto_reward=False).sutton_barto_reward
 
 
 def test_a_made_env_carries_the_reward_threshold():
@@ -195,10 +234,10 @@ def _can_terminate(env_id):
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
-def test_vector_env_in_lockstep_with_sync_vector_env(pair, mode):
+def test_vector_env_in_lockstep_with_sync_vector_env(made, mode):
     """``make_vec`` against Gymnasium's SyncVectorEnv of single envs, episodes cut at 5 steps
     so that auto-reset runs in either mode."""
-    env_id = pair[0]
+    env_id = made[0]
     ours = gymnasium.make_vec(env_id, num_envs=3, max_episode_steps=5, autoreset_mode=mode)
     reference = gymnasium.vector.SyncVectorEnv(
         [lambda: gymnasium.make(env_id, max_episode_steps=5) for _ in range(3)], autoreset_mode=mode
@@ -216,8 +255,8 @@ def test_vector_env_in_lockstep_with_sync_vector_env(pair, mode):
     reference.close()
 
 
-def test_pickles_and_resumes_the_same_episodes(pair):
-    env_id = pair[0]
+def test_pickles_and_resumes_the_same_episodes(made):
+    env_id = made[0]
     env = gymnasium.make(env_id)
     copy = pickle.loads(pickle.dumps(env))
     obs, _ = env.reset(seed=7)
@@ -229,22 +268,23 @@ def test_pickles_and_resumes_the_same_episodes(pair):
     copy.close()
 
 
-def test_renders_a_frame_of_the_references_size(pair):
-    env_id, ours, _ = pair
+def test_renders_a_frame_of_the_references_size(made):
+    env_id, ours = made
     size = {"width": 64, "height": 48} if _mujoco(ours) else {}
     env = gymnasium.make(env_id, render_mode="rgb_array", **size)
-    reference = gymnasium.make(reference_id(env_id), render_mode="rgb_array", **size)
     env.reset(seed=0)
-    reference.reset(seed=0)
-    frame, frame_ref = env.render(), reference.render()
-    assert frame.shape == frame_ref.shape and frame.dtype == np.uint8
-    assert frame.std() > 0  # something was drawn
+    frame = env.render()
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.std() > 0  # something was drawn
+    if envs.spec(env_id).reference_id is not None:
+        reference = make_reference(env_id, render_mode="rgb_array", **size)
+        reference.reset(seed=0)
+        assert frame.shape == reference.render().shape
+        reference.close()
     env.close()
-    reference.close()
 
 
-def test_an_unknown_option_is_named(pair):
-    env_id = pair[0]
+def test_an_unknown_option_is_named(made):
+    env_id = made[0]
     with pytest.raises(ValueError, match=f"{env_id} has no option 'not_an_option'"):
         gymjax.make(env_id, not_an_option=1)
     with pytest.raises(ValueError, match="not_an_option"):

@@ -30,7 +30,7 @@ BOUNDS = {
     "JaxSwimmer-v0": 1e-4,
     "JaxWalker2d-v0": 1e-4,
 }
-MUJOCO_IDS = [i for i in envs.registered_ids() if envs.spec(i).reference_id.endswith("-v5")]
+MUJOCO_IDS = [i for i in envs.registered_ids() if i in envs.CATALOG and envs.spec(i).reference_id.endswith("-v5")]
 # Each program runs a few steps: XLA's optimizations would take longer than they save (on 2 cores
 # they cut the compile from 27 to 17 s for Hopper, 39 to 34 s for Humanoid). No fast math either way.
 QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}

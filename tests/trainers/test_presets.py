@@ -29,7 +29,7 @@ def test_every_preset_is_a_valid_config_for_a_registered_env_with_a_reference():
         assert envs.spec(preset.env_id).reference_id is not None
 
 
-@pytest.mark.parametrize("env_id", envs.registered_ids())
+@pytest.mark.parametrize("env_id", sorted(set(envs.registered_ids()) & envs.CATALOG))
 def test_every_catalog_id_has_a_preset(env_id):
     """A new id is in the catalog only with a preset (``gymjax train --env <id>`` starts from it)."""
     preset = presets.get(env_id)
@@ -80,9 +80,12 @@ def test_reference_episodes_are_gymnasiums_episodes_with_the_same_seeds():
 
 
 def test_reference_takes_the_task_options_and_drops_the_engine_ones():
-    assert reference.reference_kwargs({"engine": "mjx", "solver": "fast", "ctrl_cost_weight": 0.1}) == {
+    assert reference.reference_kwargs("JaxAnt-v0", {"engine": "mjx", "solver": "fast", "ctrl_cost_weight": 0.1}) == {
         "ctrl_cost_weight": 0.1
     }
+    # a variant's reference options come from the registry (tests/conftest.py: a Hopper of one's own XML)
+    xml = envs.spec("TestJaxHopperLongFoot-v0").kwargs["xml_file"]
+    assert reference.reference_kwargs("TestJaxHopperLongFoot-v0", {"engine": "mujoco"}) == {"xml_file": xml}
     swing = lambda obs: np.full((len(obs), 1), 2.0, np.float32)  # noqa: E731
     heavy = reference.evaluate_on_reference(swing, "JaxPendulum-v0", {"g": 20.0}, episodes=1)
     light = reference.evaluate_on_reference(swing, "JaxPendulum-v0", {"g": 1.0}, episodes=1)

@@ -16,7 +16,6 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
-from gymjax.envs import spec
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
@@ -67,7 +66,6 @@ class Acrobot(Env[AcrobotParams]):
 
     state_layout = LAYOUT
 
-    max_episode_steps = spec("JaxAcrobot-v0").max_episode_steps
 
     def __init__(self):
         p = AcrobotParams()

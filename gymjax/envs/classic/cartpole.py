@@ -15,7 +15,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
@@ -46,7 +46,6 @@ class CartPole(Env[CartPoleParams]):
 
     state_layout = LAYOUT
 
-    max_episode_steps = spec("JaxCartPole-v0").max_episode_steps
     theta_threshold = 12 * 2 * math.pi / 360
     x_threshold = 2.4
 

@@ -14,7 +14,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
@@ -71,7 +71,6 @@ class MountainCar(Env[MountainCarParams]):
 
     state_layout = LAYOUT
 
-    max_episode_steps = spec("JaxMountainCar-v0").max_episode_steps
     goal_position = 0.5
 
     def __init__(self, goal_velocity: float = 0):

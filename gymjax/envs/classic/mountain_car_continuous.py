@@ -17,7 +17,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.classic.mountain_car import fresh_state, move, reset_physics, state_box
 from gymjax.envs.classic.state import LAYOUT
 
@@ -38,7 +38,6 @@ class MountainCarContinuous(Env[MountainCarContinuousParams]):
 
     state_layout = LAYOUT
 
-    max_episode_steps = spec("JaxMountainCarContinuous-v0").max_episode_steps
     goal_position = 0.45  # 0.5 in MountainCar-v0
     goal_reward = 100.0
 

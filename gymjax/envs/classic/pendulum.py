@@ -12,7 +12,7 @@ import numpy as np
 from flax import struct
 
 from gymjax.core import Env, State
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
@@ -45,7 +45,6 @@ class Pendulum(Env[PendulumParams]):
 
     state_layout = LAYOUT
 
-    max_episode_steps = spec("JaxPendulum-v0").max_episode_steps
 
     def __init__(self, g: float = 10.0):
         self.g = options.real(self, "g", g)

@@ -18,7 +18,7 @@ from typing import Any
 import jax.numpy as jnp
 import mujoco
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, change, control_cost, field
 
 DEFAULT_CAMERA_CONFIG = {"distance": 4.0}
@@ -33,7 +33,6 @@ class Ant(MujocoEnv):
     - ctrl_cost_weight * sum(a^2) - contact_cost_weight * sum(clip(cfrc_ext)^2)``.
     """
 
-    max_episode_steps = spec("JaxAnt-v0").max_episode_steps
     data_fields = ("xpos", "cfrc_ext")
     differenced_fields = ("xpos",)  # the main body's, for its velocity
     reset_noise = ("uniform", "normal")

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, change, control_cost
 
 DEFAULT_CAMERA_CONFIG = {"distance": 4.0}
@@ -21,7 +21,6 @@ DEFAULT_CAMERA_CONFIG = {"distance": 4.0}
 class HalfCheetah(MujocoEnv):
     """Planar running: 17-dim observation, 6 torque actions in ``[-1, 1]``."""
 
-    max_episode_steps = spec("JaxHalfCheetah-v0").max_episode_steps
     differenced_fields = ("qpos",)
     reset_noise = ("uniform", "normal")
     reset_info_keys = ("x_position",)

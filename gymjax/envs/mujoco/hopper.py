@@ -13,7 +13,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, change, control_cost, strictly_inside
 
 DEFAULT_CAMERA_CONFIG = {"trackbodyid": 2, "distance": 3.0, "lookat": (0.0, 0.0, 1.15), "elevation": -20.0}
@@ -22,7 +22,6 @@ DEFAULT_CAMERA_CONFIG = {"trackbodyid": 2, "distance": 3.0, "lookat": (0.0, 0.0,
 class Hopper(MujocoEnv):
     """Planar one-legged hopping: 11-dim observation, 3 torque actions in ``[-1, 1]``."""
 
-    max_episode_steps = spec("JaxHopper-v0").max_episode_steps
     differenced_fields = ("qpos",)
     reset_info_keys = ("x_position", "z_distance_from_origin")
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, change, control_cost, field, strictly_inside
 
 DEFAULT_CAMERA_CONFIG = {"trackbodyid": 1, "distance": 4.0, "lookat": (0.0, 0.0, 2.0), "elevation": -20.0}
@@ -60,7 +60,6 @@ def body_parts_observation(env: MujocoEnv, data, chosen: list[str]) -> jnp.ndarr
 class Humanoid(MujocoEnv):
     """Bipedal walking: 348-dim observation, 17 torque actions in ``[-0.4, 0.4]``."""
 
-    max_episode_steps = spec("JaxHumanoid-v0").max_episode_steps
     data_fields = ("xipos", "cinert", "cvel", "qfrc_actuator", "cfrc_ext", "ten_length", "ten_velocity")
     differenced_fields = ("xipos",)  # for the centre of mass' velocity
     reset_info_keys = ("x_position", "y_position", "tendon_length", "tendon_velocity", "distance_from_origin")

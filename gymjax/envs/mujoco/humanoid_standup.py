@@ -16,7 +16,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, control_cost, field
 from gymjax.envs.mujoco.humanoid import body_parts_observation, read_body_parts
 
@@ -26,7 +26,6 @@ DEFAULT_CAMERA_CONFIG = {"trackbodyid": 1, "distance": 4.0, "lookat": (0.0, 0.0,
 class HumanoidStandup(MujocoEnv):
     """Standing up: 348-dim observation, 17 torque actions in ``[-0.4, 0.4]``."""
 
-    max_episode_steps = spec("JaxHumanoidStandup-v0").max_episode_steps
     data_fields = ("cinert", "cvel", "qfrc_actuator", "cfrc_ext", "ten_length", "ten_velocity")
     reset_info_keys = ("x_position", "y_position", "z_distance_from_origin", "tendon_length", "tendon_velocity")
 

@@ -17,14 +17,13 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, field
 
 
 class InvertedDoublePendulum(MujocoEnv):
     """A double pole balanced on a cart: 9-dim observation, one force action in ``[-1, 1]``."""
 
-    max_episode_steps = spec("JaxInvertedDoublePendulum-v0").max_episode_steps
     data_fields = ("site_xpos", "qfrc_constraint")
     reset_noise = ("uniform", "normal")
 

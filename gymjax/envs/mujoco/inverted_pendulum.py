@@ -12,7 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv
 
 DEFAULT_CAMERA_CONFIG = {"trackbodyid": 0, "distance": 2.04}
@@ -21,7 +21,6 @@ DEFAULT_CAMERA_CONFIG = {"trackbodyid": 0, "distance": 2.04}
 class InvertedPendulum(MujocoEnv):
     """Cart-pole on MuJoCo: 4-dim observation, one force action in ``[-3, 3]``."""
 
-    max_episode_steps = spec("JaxInvertedPendulum-v0").max_episode_steps
 
     def __init__(
         self,

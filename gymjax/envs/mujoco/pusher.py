@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, control_cost, field, rejection_sample
 
 DEFAULT_CAMERA_CONFIG = {"trackbodyid": -1, "distance": 4.0}
@@ -29,7 +29,6 @@ DEFAULT_CAMERA_CONFIG = {"trackbodyid": -1, "distance": 4.0}
 class Pusher(MujocoEnv):
     """Pushing a cylinder to a goal: 23-dim observation, 7 torque actions in ``[-2, 2]``."""
 
-    max_episode_steps = spec("JaxPusher-v0").max_episode_steps
     data_fields = ("xpos",)
 
     def __init__(

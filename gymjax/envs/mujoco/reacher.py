@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, control_cost, field, rejection_sample
 
 DEFAULT_CAMERA_CONFIG = {"trackbodyid": 0}
@@ -28,7 +28,6 @@ DEFAULT_CAMERA_CONFIG = {"trackbodyid": 0}
 class Reacher(MujocoEnv):
     """Reaching a random target: 10-dim observation, 2 torque actions in ``[-1, 1]``."""
 
-    max_episode_steps = spec("JaxReacher-v0").max_episode_steps
     data_fields = ("xpos",)
 
     def __init__(

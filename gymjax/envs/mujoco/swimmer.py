@@ -12,14 +12,13 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, change, control_cost
 
 
 class Swimmer(MujocoEnv):
     """Swimming: 8-dim observation, 2 torque actions in ``[-1, 1]``."""
 
-    max_episode_steps = spec("JaxSwimmer-v0").max_episode_steps
     differenced_fields = ("qpos",)
     reset_info_keys = ("x_position", "y_position", "distance_from_origin")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from gymjax.envs import options, spec
+from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, change, control_cost, strictly_inside
 
 DEFAULT_CAMERA_CONFIG = {"trackbodyid": 2, "distance": 4.0, "lookat": (0.0, 0.0, 1.15), "elevation": -20.0}
@@ -21,7 +21,6 @@ DEFAULT_CAMERA_CONFIG = {"trackbodyid": 2, "distance": 4.0, "lookat": (0.0, 0.0,
 class Walker2d(MujocoEnv):
     """Planar bipedal walking: 17-dim observation, 6 torque actions in ``[-1, 1]``."""
 
-    max_episode_steps = spec("JaxWalker2d-v0").max_episode_steps
     differenced_fields = ("qpos",)
     reset_info_keys = ("x_position", "z_distance_from_origin")
 
