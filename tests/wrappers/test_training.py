@@ -170,11 +170,11 @@ def test_randomized_params_reach_the_dynamics():
 
 
 def test_brax_form_is_accepted_and_agrees():
-    ours = wrap_for_training(CartPole(), randomization_fn=_scale_pole).reset(_keys(5))
+    ours = wrap_for_training(CartPole(), episode_length=500, randomization_fn=_scale_pole).reset(_keys(5))
     stated = BraxRandomization(_scale_pole_brax)
-    brax = wrap_for_training(CartPole(), randomization_fn=stated).reset(_keys(5))
+    brax = wrap_for_training(CartPole(), episode_length=500, randomization_fn=stated).reset(_keys(5))
     np.testing.assert_allclose(ours.randomized["masspole"], brax.randomized["masspole"])
-    assert wrap_for_training(CartPole(), randomization_fn=stated).env.env.env.fields == ("masspole",)
+    assert wrap_for_training(CartPole(), episode_length=500, randomization_fn=stated).env.env.env.fields == ("masspole",)
 
 
 def test_brax_form_is_taken_by_the_adapters():
