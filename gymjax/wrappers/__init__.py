@@ -8,7 +8,7 @@ and ``sb3``), so they are not imported here: import them by name,
 torch nor stable_baselines3.
 """
 
-from gymjax.wrappers.session import SessionOptions
+from gymjax.wrappers.options import SessionOptions
 from gymjax.wrappers.training import (
     ActionRepeat,
     AutoReset,

@@ -33,16 +33,9 @@ from gymnasium.vector.utils import batch_space
 
 from gymjax.core import Env
 from gymjax.wrappers.mujoco_view import DEPTH_MODES, SimulatorView, is_mujoco
-from gymjax.wrappers.session import (
-    Presenter,
-    Session,
-    SessionOptions,
-    StepView,
-    UnsupportedRenderMode,
-    check_action,
-    check_seed,
-    env_row,
-)
+from gymjax.wrappers.options import SessionOptions, UnsupportedRenderMode, check_action, check_seed
+from gymjax.wrappers.programs import StepView
+from gymjax.wrappers.session import Presenter, Session, env_row
 from gymjax.wrappers.training import AutoResetMode
 
 _GYMNASIUM_MODES = {AutoResetMode.SAME_STEP: AutoresetMode.SAME_STEP, AutoResetMode.NEXT_STEP: AutoresetMode.NEXT_STEP}
@@ -108,7 +101,7 @@ class GymnasiumEnv(AssignedGenerator, HorizonInSpec, SimulatorView, Presenter, g
 
     Args:
         env: a gymjax env, or a registered id such as ``"JaxAnt-v0"``.
-        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+        options: the session's settings (:class:`~gymjax.wrappers.options.SessionOptions`);
             default :attr:`DEFAULTS`.
         **kwargs: any field of the options, in place of its value (``render_mode``,
             ``max_episode_steps``, ``action_repeat``, ``randomization_fn``, ``width``, ``height``),
@@ -189,7 +182,7 @@ class GymnasiumVectorEnv(AssignedGenerator, HorizonInSpec, Presenter, gymnasium.
     Args:
         env: a gymjax env, or a registered id.
         num_envs: batch size.
-        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+        options: the session's settings (:class:`~gymjax.wrappers.options.SessionOptions`);
             default :attr:`DEFAULTS`.
         **kwargs: any field of the options, in place of its value, and the env's constructor
             options: ``max_episode_steps`` (default: the env's registered one), ``render_mode``

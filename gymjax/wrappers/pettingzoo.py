@@ -7,7 +7,7 @@ steps ``num_envs`` copies in one jitted call, with dicts of ``[N, ...]`` arrays
 and same-step auto-reset.
 
 Seeding follows the Gymnasium adapters: ``reset(seed=s)`` takes any non-negative int and starts
-from the key :func:`gymjax.wrappers.session.seed_words` maps it to (``jax.random.PRNGKey(s)``
+from the key :func:`gymjax.wrappers.options.seed_words` maps it to (``jax.random.PRNGKey(s)``
 below 2**32), and env ``i`` of a vector env reset with ``seed=s``
 draws the same episodes as a :class:`PettingZooEnv` reset with ``seed=s + i``.
 
@@ -27,7 +27,8 @@ import pettingzoo
 
 from gymjax import envs
 from gymjax.core import Env, check_agents
-from gymjax.wrappers.session import Presenter, Session, SessionOptions, check_action
+from gymjax.wrappers.options import SessionOptions, check_action
+from gymjax.wrappers.session import Presenter, Session
 
 
 def _multi_agent(env: Env | str) -> Env | str:
@@ -74,7 +75,7 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
 
     Args:
         env: a functional multi-agent env, or a registered id (``"JaxMultiAnt-v0"``).
-        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+        options: the session's settings (:class:`~gymjax.wrappers.options.SessionOptions`);
             default :attr:`DEFAULTS`, whose ``time_limit`` is the env's registered one (1000).
         **kwargs: any field of the options, in place of its value (``max_episode_steps``,
             ``render_mode``: ``None``, ``"rgb_array"`` or ``"human"``, a pygame window;

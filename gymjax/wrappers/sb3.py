@@ -37,7 +37,8 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from gymjax.core import Env, Wrapper
-from gymjax.wrappers.session import Presenter, Session, SessionOptions, check_action, env_row
+from gymjax.wrappers.options import SessionOptions, check_action
+from gymjax.wrappers.session import Presenter, Session, env_row
 
 # What a DummyVecEnv of Monitor(gymnasium.make(id)) envs has around each env, and
 # this adapter does in JAX and on the host: env_is_wrapped answers for these.
@@ -50,7 +51,7 @@ class SB3VecEnv(Presenter, VecEnv):
     Args:
         env: a gymjax env, or a registered id such as ``"JaxCartPole-v0"``.
         num_envs: batch size ``N``.
-        options: the session's settings (:class:`~gymjax.wrappers.session.SessionOptions`);
+        options: the session's settings (:class:`~gymjax.wrappers.options.SessionOptions`);
             default :attr:`DEFAULTS`. Its ``autoreset_mode`` must be ``SAME_STEP``, SB3's.
         **kwargs: any field of the options, in place of its value (``max_episode_steps``, by
             default the env's registered one; ``render_mode``: ``None`` or ``"rgb_array"``;

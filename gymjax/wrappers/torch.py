@@ -26,7 +26,8 @@ import torch
 
 from gymjax.core import Env
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
-from gymjax.wrappers.session import SessionOptions, StepView, check_action
+from gymjax.wrappers.options import SessionOptions, check_action
+from gymjax.wrappers.programs import StepView
 from gymjax.wrappers.training import AutoResetMode
 
 
@@ -119,7 +120,7 @@ def check_torch_action(
     space: gymnasium.spaces.Space, action: Any, device: torch.device, batch: int | None = None
 ) -> torch.Tensor:
     """Checks an action tensor's type, dtype, device and shape against ``space``, and its values
-    by the NumPy adapters' rule (:func:`~gymjax.wrappers.session.check_action`: finite Box values,
+    by the NumPy adapters' rule (:func:`~gymjax.wrappers.options.check_action`: finite Box values,
     Discrete ones in range), with the same message.
 
     The values cost one bool read back per step (on a GPU a wait for the action, which the step

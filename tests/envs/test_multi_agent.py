@@ -9,7 +9,8 @@ import pytest
 
 import gymjax
 from gymjax.envs.mujoco import Reacher
-from gymjax.envs.mujoco.multi_agent import SCENARIOS, MultiAgentMujoco, agent_confs
+from gymjax.envs.mujoco.multi_agent import MultiAgentMujoco
+from gymjax.envs.mujoco.multi_agent_graphs import SCENARIOS, agent_confs
 
 mamujoco = pytest.importorskip("gymnasium_robotics").mamujoco_v1
 

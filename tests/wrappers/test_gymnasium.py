@@ -13,8 +13,9 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
 
 import gymjax
-from gymjax.wrappers import session
+from gymjax.wrappers import programs
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
+from gymjax.wrappers.options import seed_words
 from lockstep import assert_same  # tests/lockstep.py
 
 IDS = ["JaxAnt-v0", "JaxInvertedPendulum-v0", "JaxCartPole-v0", "JaxPendulum-v0"]
@@ -180,12 +181,12 @@ def test_seeds_of_any_size_as_gymnasium_takes_them():
     env.reset(seed=2**32 - 1)
     expected = env.jax_env.reset(gymjax.wrappers.next_reset_key(jax.random.PRNGKey(2**32 - 1))[1])
     np.testing.assert_array_equal(env.jax_state.obs, expected.obs)
-    assert session.seed_words(2**32 - 1) == (2**32 - 1, 0) and session.seed_words(2**60 + 3) == (3, 2**28)
+    assert seed_words(2**32 - 1) == (2**32 - 1, 0) and seed_words(2**60 + 3) == (3, 2**28)
 
 
 def test_program_is_shared_by_envs_of_one_description():
     """Tianshou's DQN example makes 110 envs: each compiled its own reset and step (0.33 s each)."""
-    session.clear_program_cache()
+    programs.clear_program_cache()
     start = time.perf_counter()
     first = gymnasium.make("JaxCartPole-v0")
     first.reset(seed=0)

@@ -17,8 +17,9 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers import vector as vw
 
 import gymjax
-from gymjax.wrappers import session
+from gymjax.wrappers import programs, session
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
+from gymjax.wrappers.options import SessionOptions
 from gymjax.wrappers.sb3 import SB3VecEnv
 from gymjax.wrappers.torch import TorchEnv, TorchVectorEnv
 from lockstep import assert_same  # tests/lockstep.py
@@ -294,7 +295,7 @@ def test_bad_options_are_refused_by_name_before_any_env_is_built(monkeypatch, ba
 
     monkeypatch.setattr(session, "build", build)
     with pytest.raises(ValueError, match=words):
-        session.SessionOptions(**bad)
+        SessionOptions(**bad)
     with pytest.raises(ValueError, match=words):  # the same check for an adapter's keywords
         GymnasiumVectorEnv("JaxCartPole-v0", 2, **bad)
     with pytest.raises(TypeError, match=r"options must be a SessionOptions, got \{'width': 3\} \(dict\)"):
@@ -320,8 +321,8 @@ ADAPTERS = ["GymnasiumEnv", "GymnasiumVectorEnv", "TorchEnv", "TorchVectorEnv", 
 @pytest.mark.parametrize("name", ADAPTERS)
 def test_every_adapter_given_one_options_object_runs_its_session_with_it(name):
     adapter, arguments = _adapters()[name]
-    options = session.SessionOptions(max_episode_steps=5, time_limit=True, action_repeat=2, render_mode="rgb_array",
-                                     width=32, height=24)
+    options = SessionOptions(max_episode_steps=5, time_limit=True, action_repeat=2, render_mode="rgb_array",
+                             width=32, height=24)
     env = adapter(options=options, **arguments)
     assert env.session.options == options and env.session.max_episode_steps == 5
     assert env.session.jax_env.dt == pytest.approx(2 * env.session.base.dt)  # the action repeat
@@ -357,7 +358,7 @@ def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_allocating(
     assert time.perf_counter() - start < 5
     # The same check on any machine: 10**7 CartPoles need ~2.6 GiB, 1,000 a few hundred KiB.
     for where in ("available_bytes", "host_available_bytes"):
-        monkeypatch.setattr(session, where, lambda: (2**30, "this test's memory"))
+        monkeypatch.setattr(programs, where, lambda: (2**30, "this test's memory"))
     with pytest.raises(ValueError, match=r"^num_envs=10,000,000 needs at least 2\.\d GiB .*; this test's memory is 1\.0 GiB"):
         GymnasiumVectorEnv("JaxCartPole-v0", 10**7)
     envs = GymnasiumVectorEnv("JaxCartPole-v0", 1000)

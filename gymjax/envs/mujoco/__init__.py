@@ -13,7 +13,6 @@ from gymjax.envs.mujoco.humanoid_standup import HumanoidStandup
 from gymjax.envs.mujoco.inverted_double_pendulum import InvertedDoublePendulum
 from gymjax.envs.mujoco.inverted_pendulum import InvertedPendulum
 from gymjax.envs.mujoco.multi_agent import (
-    SCENARIOS,
     MultiAgentMujoco,
     MultiHalfCheetah,
     MultiHopper,
@@ -23,6 +22,7 @@ from gymjax.envs.mujoco.multi_agent import (
     MultiSwimmer,
     MultiWalker2d,
 )
+from gymjax.envs.mujoco.multi_agent_graphs import SCENARIOS
 from gymjax.envs.mujoco.multi_ant import AGENT_CONFS, MultiAnt
 from gymjax.envs.mujoco.pusher import Pusher
 from gymjax.envs.mujoco.reacher import Reacher

@@ -2,7 +2,8 @@
 
 Source matched: ``gymnasium_robotics/envs/multiagent_mujoco/mujoco_multi.py`` and
 ``obsk.py`` (Gymnasium-Robotics 1.4), scenario ``"Ant"``: one entry of the scenario
-table of :mod:`gymjax.envs.mujoco.multi_agent`, which builds it. The physics, reward and
+table of :mod:`gymjax.envs.mujoco.multi_agent_graphs`, which
+:mod:`gymjax.envs.mujoco.multi_agent` builds. The physics, reward and
 termination are :class:`~gymjax.envs.mujoco.Ant`'s (JaxAnt-v0, Ant-v5 semantics):
 
 - ``agent_conf`` partitions the 8 leg joints among agents as MaMuJoCo does
@@ -28,7 +29,8 @@ from __future__ import annotations
 import jax
 
 from gymjax.envs import spec
-from gymjax.envs.mujoco.multi_agent import RegisteredMultiAgentMujoco, agent_confs
+from gymjax.envs.mujoco.multi_agent import RegisteredMultiAgentMujoco
+from gymjax.envs.mujoco.multi_agent_graphs import agent_confs
 
 # MaMuJoCo's Ant partitions, "2x4" (front legs, back legs), "2x4d" (diagonal pairs) and "4x2"
 # (a leg each): the names of the scenario table's, which alone defines them.

@@ -1,0 +1,262 @@
+"""What a :class:`~gymjax.wrappers.session.Session` compiles, and the cache that shares it.
+
+A :class:`Program` is one description's JAX stack (domain randomization, action repeat, time
+limit, vmap, auto-reset: :func:`stack`), its jitted reset and step, and the :class:`Packer` that
+brings a step's results (a :class:`StepView`) to the host in one transfer per dtype. It holds no
+session's state, so sessions of the same description (env id and options, batch size, wrapper
+options: :func:`program_key`) share one: compiling reset and step costs a third of a second for
+CartPole, and a hundred ``gymnasium.make(id)`` compile once. A batch that cannot fit in memory is
+refused here, from the shapes alone, before anything allocates (:func:`check_batch_fits`).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gymjax.core import Env, EpisodeStatistics, State
+from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
+from gymjax.wrappers.options import SessionOptions
+from gymjax.wrappers.training import AutoResetMode, next_reset_key, single_env_stack, wrap_for_training
+
+
+class StepView(NamedTuple):
+    """What one step hands to the adapters: JAX arrays on the device
+    (:meth:`~gymjax.wrappers.session.Session.view`, which the torch adapters read) or the same as
+    NumPy on the host (:meth:`~gymjax.wrappers.session.Session.fetch`).
+
+    ``final_obs`` / ``final_info``: the observation and info each env's step reached
+    before any same-step reset (None in next-step mode and for a single env).
+    ``episode``: each env's episode statistics as of this step's end (the ended
+    episode's where one ended); None without a time limit.
+    """
+
+    obs: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+    info: dict[str, Any]
+    final_obs: Any = None
+    final_info: dict[str, Any] | None = None
+    episode: EpisodeStatistics | None = None
+
+    @property
+    def done(self) -> Any:
+        return self.terminated | self.truncated
+
+
+class Packer:
+    """Packs a pytree of arrays into one flat buffer per dtype, and back on the host.
+
+    Fetching a step's dozen small arrays one by one cost more than the step of a
+    small env; a few buffers cost one transfer each (measured in
+    the adapter row of ``benchmarks/results/throughput-ceiling.md``).
+    """
+
+    def __init__(self, shapes: Any):
+        leaves, self.treedef = jax.tree.flatten(shapes)
+        self.dtypes = sorted({np.dtype(leaf.dtype) for leaf in leaves}, key=str)
+        self.layout = []  # per leaf: (buffer, offset, size, shape)
+        ends = dict.fromkeys(range(len(self.dtypes)), 0)
+        for leaf in leaves:
+            group, size = self.dtypes.index(np.dtype(leaf.dtype)), int(np.prod(leaf.shape, dtype=np.int64))
+            self.layout.append((group, ends[group], size, tuple(leaf.shape)))
+            ends[group] += size
+
+    def pack(self, tree: Any) -> tuple[jax.Array, ...]:
+        leaves = jax.tree.leaves(tree)
+        groups = [[jnp.ravel(leaf) for leaf, (g, *_) in zip(leaves, self.layout) if g == i] for i in range(len(self.dtypes))]
+        return tuple(jnp.concatenate(parts) for parts in groups)
+
+    def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
+        host = [np.array(b) for b in buffers]  # writable copies: users may write into obs
+        leaves = [host[g][start : start + size].reshape(shape) for g, start, size, shape in self.layout]
+        return jax.tree.unflatten(self.treedef, leaves)
+
+
+class Program:
+    """What a session compiles: its JAX stack, the jitted reset and step, the step's packer.
+
+    It holds no session's state, so sessions of one description share it (see :func:`program_key`):
+    the hundredth ``gymnasium.make("JaxCartPole-v0")`` reuses the first one's compiled functions.
+    """
+
+    def __init__(self, base: Env, jax_env: Env, num_envs: int, batched: bool, autoreset_mode: AutoResetMode,
+                 limited: bool):
+        self.base, self.jax_env, self.num_envs, self.batched = base, jax_env, num_envs, batched
+        self.autoreset_mode, self.limited = autoreset_mode, limited
+        self.held: list = []  # what its cache key names by identity (keep_program)
+        self.step = jax.jit(jax_env.step)
+        self.start = jax.jit(self._start_episodes)
+        n = num_envs
+        starts = jax.eval_shape(
+            self._start_episodes,
+            jax.ShapeDtypeStruct((n, 2), jnp.uint32),
+            jax.ShapeDtypeStruct((n,), jnp.bool_),
+            jax.ShapeDtypeStruct(stream_shape(n, batched), jnp.uint32),
+        )
+        self.start_shapes = starts[0]
+        fetched = jax.eval_shape(self.view, starts[0])
+        check_batch_fits(n, starts[0], fetched, starts[0].obs)
+        self.packer = Packer(fetched)
+        self.step_host = jax.jit(self._step_and_pack)
+
+    def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
+        """One compiled reset: each env's seed key (:func:`~gymjax.wrappers.options.seed_words`:
+        ``seeds[i]`` holds its low and high words) where ``given``, else the env's stream (a single
+        env's: its one key, as it keeps it, so that a reset runs no JAX operation outside this program)."""
+        low, high = seeds[:, 0], seeds[:, 1]
+        keyed = jax.vmap(jax.random.PRNGKey)(low)
+        folded = jax.vmap(jax.random.fold_in)(keyed, high)
+        keyed = jnp.where((high != 0)[:, None], folded, keyed)
+        keys = jnp.where(given[:, None], keyed, stream)
+        if self.batched:
+            return self.jax_env.reset(keys), keys
+        keep, use = next_reset_key(keys[0])
+        return self.jax_env.reset(use), keep
+
+    def view(self, s: State) -> StepView:
+        """What the adapters read of a stepped state, on the device; packed for the host in the step."""
+        if not self.batched:
+            return StepView(s.obs, s.reward, s.terminated, s.truncated, s.info, episode=s.episode)
+        a = s.autoreset
+        if self.autoreset_mode is AutoResetMode.SAME_STEP:
+            return StepView(s.obs, s.reward, s.terminated, s.truncated, s.info, a.final_obs, a.final_info,
+                            a.final_episode)
+        return StepView(s.obs, s.reward, s.terminated, s.truncated, s.info, episode=a.final_episode)
+
+    def _step_and_pack(self, state: State, actions):
+        state = self.jax_env.step(state, actions)
+        return state, self.packer.pack(self.view(state))
+
+
+def key_shape() -> tuple[int, ...]:
+    return jax.eval_shape(jax.random.PRNGKey, 0).shape
+
+
+def stream_shape(num_envs: int, batched: bool) -> tuple[int, ...]:
+    """The shape of the keys a session's next reset draws from: one per env, or a single env's one."""
+    return (num_envs, *key_shape()) if batched else key_shape()
+
+
+def stack(base: Env, batched: bool, options: SessionOptions) -> tuple[Env, bool]:
+    """The JAX env a session steps, and whether it has a time limit."""
+    if batched:
+        return wrap_for_training(
+            base,
+            episode_length=options.max_episode_steps,
+            action_repeat=options.action_repeat,
+            randomization_fn=options.randomization_fn,
+            autoreset_mode=options.autoreset_mode,
+        ), True
+    limit = options.max_episode_steps
+    if limit is None and options.time_limit:
+        limit = base.max_episode_steps
+        if limit is None:
+            raise ValueError(f"{base!r} has no max_episode_steps; pass max_episode_steps")
+    return single_env_stack(base, limit, options.action_repeat, options.randomization_fn), limit is not None
+
+
+# A step's input and output states are both alive while it runs: the batch is held twice.
+STATE_COPIES = 2
+# On the host, a step's results arrive once packed and once unpacked; and Gymnasium's batched
+# observation space holds a low and a high bound per observation value.
+HOST_COPIES = 2
+OBS_BOUNDS = 2
+
+
+def check_batch_fits(num_envs: int, states: Any, fetched: Any, obs: Any) -> None:
+    """Refuses a batch that cannot fit, before anything allocates, from the shapes ``jax.eval_shape``
+    gives its ``states``, a step's ``fetched`` results and one ``obs`` of each env: XLA finds out
+    only at the first reset, after the host has grown by gigabytes (10**8 CartPoles: past 6 GiB)."""
+    on_device = STATE_COPIES * tree_bytes(states)
+    on_host = HOST_COPIES * tree_bytes(fetched) + OBS_BOUNDS * tree_bytes(obs)
+    from jax._src import xla_bridge
+
+    host = host_available_bytes()
+    if not xla_bridge.backends_are_initialized():
+        # Asking for the device would start JAX's runtime, and a process forked after that (an
+        # AsyncVectorEnv's workers, whose parent builds one env for its spaces) cannot use JAX.
+        needs = [(on_device + on_host, host)]
+    elif jax.local_devices()[0].platform == "cpu":  # one memory for both
+        needs = [(on_device + on_host, host)]
+    else:
+        needs = [(on_device, available_bytes()), (on_host, host)]
+    for needed, have in needs:
+        detail = (f"{num_envs:,} envs x {-(-needed // num_envs):,} bytes: env states held {STATE_COPIES} times, "
+                  f"a step's results {HOST_COPIES} times on the host, and observation bounds")
+        refuse_if_short(needed, have, f"num_envs={num_envs:,}", detail, "Lower num_envs.")
+
+
+# -- Sharing compiled programs between sessions of one description.
+
+# The most recent programs kept (each holds its compiled functions and the env they step).
+PROGRAM_CACHE_SIZE = 32
+_programs: collections.OrderedDict[tuple, Program] = collections.OrderedDict()
+_programs_lock = threading.Lock()
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _frozen(value: Any, held: list) -> Any:
+    """``value`` as a hashable description: plain values and containers by content (``1``, ``1.0``
+    and ``True`` apart), arrays by dtype, shape and bytes, anything else (a function, an env, an
+    enum) by identity, held in ``held`` so that its id is not reused while the program is cached."""
+    if isinstance(value, _PLAIN):
+        return (type(value).__name__, value)
+    if isinstance(value, np.generic):
+        return (type(value).__name__, value.item())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v, held) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((_frozen(k, held), _frozen(v, held)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", str(value.dtype), value.shape, value.tobytes())
+    held.append(value)
+    return ("id", id(value))
+
+
+def program_key(env, env_kwargs, make, num_envs, batched, options: SessionOptions) -> tuple[tuple, list]:
+    """What a session's program depends on: the env (an id and its options, or the Env object by
+    identity), the builder, batch size, time limit, action repeat, randomization (the function by
+    identity), autoreset mode and JAX's 64-bit flag. Rendering is done on the host from the state,
+    so ``render_mode``, ``width`` and ``height`` are not part of it; render options the env takes
+    (``camera_name``, ``max_geom``, ...) are, as options."""
+    held: list = []
+    key = (
+        _frozen(env, held), _frozen(env_kwargs, held), _frozen(make, held), num_envs, batched,
+        options.max_episode_steps, options.time_limit, options.action_repeat,
+        _frozen(options.randomization_fn, held), options.autoreset_mode if batched else None,
+        bool(jax.config.jax_enable_x64),
+    )
+    return key, held
+
+
+def cached_program(key: tuple) -> Program | None:
+    """The kept program of ``key``'s description (:func:`program_key`), now the most recent; None
+    if none is kept."""
+    with _programs_lock:
+        program = _programs.get(key)
+        if program is not None:
+            _programs.move_to_end(key)
+    return program
+
+
+def keep_program(key: tuple, held: list, program: Program) -> None:
+    """Shares ``program`` with the next sessions of ``key``'s description, forgetting the least recent
+    beyond :data:`PROGRAM_CACHE_SIZE`; ``held``, the objects ``key`` names by identity, lives as long."""
+    program.held = held
+    with _programs_lock:
+        _programs[key] = program
+        while len(_programs) > PROGRAM_CACHE_SIZE:
+            _programs.popitem(last=False)
+
+
+def clear_program_cache() -> None:
+    """Forgets every shared program (the next session of each description compiles anew)."""
+    with _programs_lock:
+        _programs.clear()
