@@ -132,7 +132,7 @@ class RunRecord:
         except ValueError as e:
             raise RunDirectoryError(str(e)) from None
         stop = self.deadline_stop
-        if stop is not None and (self.minutes is None or isinstance(stop, bool) or not isinstance(stop, int) or stop < 1):
+        if stop is not None and (self.minutes is None or type(stop) is not int or stop < 1):
             raise RunDirectoryError(f"deadline_stop must be null, or an env step >= 1 with minutes, got {stop!r}")
 
     def to_json(self) -> dict[str, Any]:

@@ -281,7 +281,8 @@ class Deadline(Hook):
         self._began, self._forecast = now, forecast
 
     def after_eval(self, progress: Progress, metrics: Metrics) -> None:
-        self._eval_taken = self.eval_s = metrics.get("time/eval_s", 0.0) + metrics.get("time/reference_eval_s", 0.0)
+        taken = metrics.get("time/eval_s", 0.0) + metrics.get("time/reference_eval_s", 0.0)
+        self._eval_taken = self.eval_s = taken
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         self._saved_at = self._at()
@@ -301,14 +302,14 @@ class Deadline(Hook):
         else:
             said = (
                 f"ended {ended - self.budget_s:.1f} s past the {budget} budget: its last epoch began "
-                f"{self.budget_s - self._began:.1f} s before the deadline, forecast to take {self._forecast:.1f} s, "
-                f"and took {ended - self._began:.1f} s (this machine slowed)"
+                f"{self.budget_s - self._began:.1f} s before the deadline, forecast to take "
+                f"{self._forecast:.1f} s, and took {ended - self._began:.1f} s (this machine slowed)"
             )
         if self.stopped_at is not None:
+            chosen = self.config.num_timesteps
             said += (
-                f"; the deadline stopped it at env step {self.stopped_at:,} of the {self.config.num_timesteps:,} chosen "
-                f"(this machine ran slower than timed): --timesteps {self.config.num_timesteps} replays it up to "
-                f"there, and resuming it trains the rest"
+                f"; the deadline stopped it at env step {self.stopped_at:,} of the {chosen:,} chosen (this machine "
+                f"ran slower than timed): --timesteps {chosen} replays it up to there, and resuming it trains the rest"
             )
         return said
 

@@ -422,8 +422,9 @@ def train(
             checkpoints and evaluations included, by ``minutes`` after ``started_at``; it prints
             them, and its checkpoints' config records them, so ``num_timesteps=<those>`` replays the
             run bit for bit. If this machine slows, the run stops at the epoch boundary from which
-            the next epoch would end past the deadline (its replay goes on from there). Its last
-            line says when it ended against the deadline. A fresh run in one process only.
+            the next epoch would end past the deadline (``num_timesteps=<those>`` replays it up to
+            there). Its last line says when it ended against the deadline. A fresh run in one
+            process only.
         started_at: the ``time.time()`` the budget counts from; None: this call.
         deadline: instead of ``minutes``, a budget already timed by :func:`time_budget` for this
             ``config`` (whose ``num_timesteps`` it chose).
