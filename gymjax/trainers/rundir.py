@@ -60,8 +60,9 @@ from gymjax.trainers.loggers import (
     drop_rows_after,
     read_rows,
 )
-from gymjax.trainers.ppo import PPOConfig, PPOTrainer, SavedMeta, budget, presets
+from gymjax.trainers.ppo import PPOConfig, SavedMeta, budget, presets
 from gymjax.trainers.ppo import train as ppo_train
+from gymjax.trainers.ppo.train import time_budget
 from gymjax.trainers.stopping import TrainingStopped
 from gymjax.wrappers.training import single_env_stack
 
@@ -94,6 +95,9 @@ class RunRecord:
         minutes: the wall-clock budget a fresh run's ``config.num_timesteps`` is chosen for
             (:func:`gymjax.trainers.ppo.budget.choose`); the file records the chosen steps, which a
             resume continues and ``num_timesteps`` replays. None: the steps were given.
+        deadline_stop: the env step at which that budget's deadline stopped the run, short of the
+            chosen steps (the machine ran slower than timed): ``num_timesteps`` replays the run up
+            to there, and a resume trains the rest. None: the deadline did not stop it.
     """
 
     env: str
@@ -105,6 +109,7 @@ class RunRecord:
     video: bool = True
     trackers: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     minutes: float | None = None
+    deadline_stop: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.env, str):  # whether it is registered: make_env says, listing the ids
@@ -126,6 +131,9 @@ class RunRecord:
                 object.__setattr__(self, "minutes", budget.check_minutes(self.minutes))
         except ValueError as e:
             raise RunDirectoryError(str(e)) from None
+        stop = self.deadline_stop
+        if stop is not None and (self.minutes is None or type(stop) is not int or stop < 1):
+            raise RunDirectoryError(f"deadline_stop must be null, or an env step >= 1 with minutes, got {stop!r}")
 
     def to_json(self) -> dict[str, Any]:
         return {**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "config": self.config.to_dict()}
@@ -199,6 +207,9 @@ class RunDirectory:
                 files.refuse_symlinks(self.path)
         except files.UnsafePath as e:
             raise RunDirectoryError(e.strerror) from None
+
+    def write(self, record: RunRecord) -> None:
+        files.replace_text(self.run_file, json.dumps(record.to_json(), indent=2) + "\n")
 
     def logged_rows(self) -> int:
         return sum(len(read_rows(self.path / f"metrics.{fmt}")[1]) for fmt in METRICS_FORMATS)
@@ -397,34 +408,39 @@ def run(
     """Starts the planned run (see :func:`start`), trains it, and writes the plot and the video.
 
     A fresh run with a time budget (``record.minutes``) first chooses its steps, counting from
-    ``started_at`` (a ``time.time()``; None: now), and records them before training.
+    ``started_at`` (a ``time.time()``; None: now), and records them before training; and where
+    the deadline stops it short of them, records that too.
     """
     started_at = time.time() if started_at is None else started_at
     plan, lock, created = start(plan_fn)
     directory, record = plan.directory, plan.record
     primary = distributed.is_primary()
     started: list[trackers.Tracker] = []
+    deadline = None
     try:
         if record.minutes is not None and not plan.resumed:
-            record = dataclasses.replace(record, config=_timed_config(plan, started_at, progress_bar))
+            deadline = _time_budget(plan, started_at, progress_bar)
+            record = dataclasses.replace(record, config=deadline.config)
             plan = dataclasses.replace(plan, record=record)
         loggers: list[Hook] = []
         if primary:  # process 0 alone writes files other than checkpoint shards
             started = _start_trackers(plan, started)
             record = dataclasses.replace(record, trackers={t.name: t.record() for t in started})
-            files.replace_text(directory.run_file, json.dumps(record.to_json(), indent=2) + "\n")
+            directory.write(record)
             # The trackers stay open past training, for the plot and the video.
             loggers = [*_loggers(plan, console), *map(_KeepOpen, started)]
         try:
             make_policy, params, metrics = ppo_train(
                 record.config, plan.env, hooks=[*loggers, *hooks], checkpoint_dir=directory.checkpoints,
-                restore_checkpoint_path=plan.restore, progress_bar=progress_bar,
+                restore_checkpoint_path=plan.restore, progress_bar=progress_bar, deadline=deadline,
             )
         except TrainingStopped:
             if primary:
                 _attach(started, _plot(plan))
             raise
         if primary:
+            if deadline is not None and deadline.stopped_at is not None:
+                directory.write(dataclasses.replace(record, deadline_stop=deadline.stopped_at))
             _attach(started, _plot(plan))
             if plan.video and "rgb_array" not in plan.env.metadata.get("render_modes", []):
                 print(f"video: none, {plan.env!r} does not render")  # a gymnax env, say
@@ -442,13 +458,10 @@ def run(
             lock.release()
 
 
-def _timed_config(plan: Plan, started_at: float, say: bool) -> PPOConfig:
-    """The planned config with the steps that end its run by ``plan.record.minutes`` after ``started_at``."""
-    record = plan.record
+def _time_budget(plan: Plan, started_at: float, say: bool) -> budget.Deadline:
+    """The deadline of the planned run, ``plan.record.minutes`` after ``started_at``, its steps chosen."""
     try:
-        return budget.choose(
-            record.config, lambda c: PPOTrainer(c, plan.env), record.minutes, started_at=started_at, saves=True, say=say
-        )
+        return time_budget(plan.record.config, plan.env, minutes=plan.record.minutes, started_at=started_at, say=say)
     except ValueError as e:
         raise RunDirectoryError(str(e)) from None
 

@@ -1,10 +1,16 @@
-"""Time-budgeted training: the env steps a run can make by a deadline, measured on this machine.
+"""Time-budgeted training: the env steps a run can make by a deadline, and the deadline kept.
 
 :func:`choose` times a throwaway trainer (its setup and compile, a few one-iteration epochs, two
-evaluations, one checkpoint save), then returns the config with the largest ``num_timesteps``
-whose run, by that measure, ends by the deadline. The run itself is then an ordinary run of that
-config from its initial state, so ``num_timesteps=<chosen>`` replays it bit for bit, and its
-schedule (the linear learning rate) is laid over the steps it makes.
+evaluations, one checkpoint save), then returns a :class:`Deadline` for the config with the
+largest ``num_timesteps`` whose run, by that measure, ends by the deadline. The run itself is an
+ordinary run of that config from its initial state, so ``num_timesteps=<chosen>`` replays it bit
+for bit, and its schedule (the linear learning rate) is laid over the steps it makes.
+
+That timing is taken once, at the start, on an untrained policy, and the machine's load may change
+after it; so the :class:`Deadline` hook times the run as it goes and stops it at the first epoch
+boundary from which the next epoch would end past the deadline (the run keeps that epoch's
+checkpoint). A run so stopped is the first part of its replay: ``num_timesteps=<chosen>`` replays
+it up to the step it stopped at, and a resume trains the rest.
 """
 
 from __future__ import annotations
@@ -16,38 +22,37 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 from tqdm import tqdm
 
 from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers.hooks import Hook, Metrics, Progress, StopTraining
 from gymjax.trainers.ppo.config import PPOConfig
 
-if TYPE_CHECKING:
-    from gymjax.trainers.ppo.train import PPOTrainer, Run
-
-# The trainer of a config, on the env (and eval env, randomization) the run trains on.
-MakeTrainer = Callable[[PPOConfig], "PPOTrainer"]
+# The trainer of a config, on the env (and eval env, randomization) the run trains on: a
+# gymjax.trainers.ppo.train.PPOTrainer, not named here because that module imports this one.
+MakeTrainer = Callable[[PPOConfig], Any]
 
 # The share of the budget spent timing iterations once compiled (at least two of them): longer
 # averages out a loaded machine, and every second of it is a second not trained.
 CALIBRATION_SHARE = 0.01
-# The share of the time left after calibration kept in hand, for a run slower than its
-# calibration (a busier machine) and the host work not timed (hooks, loggers, the progress bar).
-# The calibration times an untrained policy, whose physics costs what it costs: on most MuJoCo
-# tasks falls, contacts and resets make it slower than the trained one (60-minute runs here ended
-# 8-16% before the deadline), on Pusher the other way (its 15-minute run ended 22 s late).
-# One-iteration epochs cost what longer ones do per iteration (Hopper, interleaved, medians of 6:
-# 1.43 s an iteration against 1.49 s in epochs of 8), but untrained single timings spread widely
-# (1.17-1.65 s).
+# ... and at most this many seconds of it: the Deadline keeps the end whatever the timing says, so
+# a long budget gains little from a longer one, and a long silent timing looks like a hang.
+MAX_CALIBRATION_S = 30.0
+# The share of the time left after calibration kept in hand, so that the chosen schedule usually
+# completes before the Deadline has to cut it short: the run's host work is not timed (hooks,
+# loggers, the progress bar), the calibration times an untrained policy, whose physics (falls,
+# contacts, resets) costs more or less than the trained one's depending on the task, and the load
+# changes. How runs ended against their budgets is in benchmarks/results/suite*.json.
 SAFETY = 0.05
 
 
-# The longest budget taken, a week. Its run is timed once, at the start (CALIBRATION_SHARE of it:
-# 100 minutes of a week), and that timing must hold to the end; a longer run is better given as
-# num_timesteps, and resumed. The bound also keeps minutes * 60 finite: 1e308 overflowed to inf,
-# and the timing of an infinite budget never ended.
+# The longest budget taken, a week. Its steps are chosen once, from a timing at the start; past a
+# week that choice is a poor forecast (the Deadline keeps the end, but the schedule would seldom
+# finish), and a longer run is better given as num_timesteps, and resumed. The bound also keeps
+# minutes * 60 finite: 1e308 overflowed to inf, and the timing of an infinite budget never ended.
 MAX_MINUTES = 7 * 24 * 60
 
 
@@ -147,7 +152,7 @@ def measure(config: PPOConfig, make_trainer: MakeTrainer, saves: bool, timing_s:
     return Costs(setup_s, compile_s, iteration_s, spent / timed - iteration_s, first_eval_s, eval_s, save_s)
 
 
-def _save_s(trainer: PPOTrainer, run: Run) -> float:
+def _save_s(trainer: Any, run: Any) -> float:
     """One checkpoint of ``run`` written (to a temporary directory) and closed, in seconds."""
     with tempfile.TemporaryDirectory(prefix="gymjax-budget-") as tmp:
         start = time.perf_counter()
@@ -185,13 +190,15 @@ def largest_fitting(config: PPOConfig, costs: Costs, seconds: float) -> PPOConfi
 
 def choose(
     config: PPOConfig, make_trainer: MakeTrainer, minutes: float, *, started_at: float, saves: bool, say: bool
-) -> PPOConfig:
-    """``config`` with the ``num_timesteps`` that end a run by ``minutes`` after ``started_at``
-    (a ``time.time()``); every other field as given. ``make_trainer`` builds the run's trainer.
+) -> Deadline:
+    """The :class:`Deadline` of a run of ``config`` with the ``num_timesteps`` that end it by
+    ``minutes`` after ``started_at`` (a ``time.time()``); every other field as given (its
+    ``config``). ``make_trainer`` builds the run's trainer.
 
     Everything from ``started_at`` on counts: this measurement, and in the run its trainer's
     setup, compile, evaluations and checkpoints (``saves``: whether the run saves them). Raises
-    ValueError, before training, for a budget too short for one iteration after measuring.
+    ValueError, before training, for a budget too short for one iteration after measuring. ``say``:
+    announce the timing; the steps chosen, which replay the run, are said in any case.
     """
     budget_s = check_budget(minutes) * 60
     if say:
@@ -199,7 +206,7 @@ def choose(
             f"timing this machine for the {minutes:g}-minute budget (compile, iterations, evaluation)",
             file=sys.stderr,
         )
-    costs = measure(config, make_trainer, saves, CALIBRATION_SHARE * budget_s)
+    costs = measure(config, make_trainer, saves, min(CALIBRATION_SHARE * budget_s, MAX_CALIBRATION_S))
     elapsed = time.time() - started_at
     chosen = largest_fitting(config, costs, (budget_s - elapsed) * (1 - SAFETY))
     if chosen is None:
@@ -211,11 +218,104 @@ def choose(
             f"one iteration with its setup, compile, evaluation and checkpoint takes "
             f"{needed - elapsed:.1f} s more; give at least {math.ceil(needed / 6) / 10:g} minutes"
         )
-    if say:
-        tqdm.write(
-            f"training {chosen.num_timesteps:,} env steps to end by the {minutes:g}-minute deadline (measured "
-            f"{config.env_steps_per_iteration / costs.iteration_s:,.0f} env steps/s, compile {costs.compile_s:.1f} s); "
-            f"--timesteps {chosen.num_timesteps} replays it",
-            file=sys.stderr,
-        )
-    return chosen
+    tqdm.write(
+        f"training {chosen.num_timesteps:,} env steps to end by the {minutes:g}-minute deadline (measured "
+        f"{config.env_steps_per_iteration / costs.iteration_s:,.0f} env steps/s, compile {costs.compile_s:.1f} s; "
+        f"a slower run stops at the deadline); --timesteps {chosen.num_timesteps} replays it",
+        file=sys.stderr,
+    )
+    return Deadline(chosen, costs, minutes, started_at)
+
+
+class Deadline(Hook):
+    """Stops training at the first epoch boundary from which the next epoch would end past the
+    deadline, ``minutes`` after ``started_at`` (a ``clock()`` time); the trainer then saves the
+    epoch it reached, if unsaved, and returns: the run is complete.
+
+    The next epoch is forecast from the latest of each of its parts in this run (training with
+    its host work, evaluation when it evaluates, checkpoint), the calibration's ``costs`` until
+    the run has measured its own. So a machine that slows down mid-run moves the stop earlier,
+    and the run ends past the deadline by at most what its last epoch took beyond its forecast.
+    The first epoch always runs: :func:`choose` found room for it, and a run without one has
+    nothing to keep.
+
+    Attributes:
+        config: the run's, its ``num_timesteps`` chosen for the budget.
+        stopped_at: the env steps at which it stopped the run short of those; None: it did not.
+    """
+
+    def __init__(
+        self, config: PPOConfig, costs: Costs, minutes: float, started_at: float,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.config, self.minutes, self.started_at, self.clock = config, minutes, started_at, clock
+        self.budget_s = minutes * 60
+        self.stopped_at: int | None = None
+        # The parts of the next epoch, in seconds, as last measured.
+        self.train_s = config.iterations_per_epoch * costs.iteration_s + costs.epoch_s
+        self.eval_s = costs.first_eval_s
+        self.save_s = costs.save_s
+        self._began: float | None = None  # when the epoch in flight began
+        self._forecast = 0.0  # what it was forecast to take
+        self._saved_at: float | None = None  # when its after_epoch began the save
+        self._eval_taken = self._save_taken = 0.0
+
+    def _at(self) -> float:
+        """Seconds since ``started_at``."""
+        return self.clock() - self.started_at
+
+    def before_epoch(self, progress: Progress) -> None:
+        now = self._at()
+        if self._began is not None:  # the epoch before this one, its evaluation and checkpoint done
+            self.train_s = now - self._began - self._eval_taken - self._save_taken
+        self._eval_taken = self._save_taken = 0.0
+        self._saved_at = None
+        # A checkpoint either way: the epoch's own, or the one a stop after it saves.
+        forecast = self.train_s + self.config.eval_after_epoch(progress.epoch) * self.eval_s + self.save_s
+        if progress.epoch > 0 and now + forecast > self.budget_s:
+            self.stopped_at = progress.env_steps
+            raise StopTraining(
+                f"the next epoch would end past the {_clock(self.budget_s)} deadline (forecast {forecast:.1f} s, "
+                f"{self.budget_s - now:.1f} s left)"
+            )
+        self._began, self._forecast = now, forecast
+
+    def after_eval(self, progress: Progress, metrics: Metrics) -> None:
+        taken = metrics.get("time/eval_s", 0.0) + metrics.get("time/reference_eval_s", 0.0)
+        self._eval_taken = self.eval_s = taken
+
+    def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
+        self._saved_at = self._at()
+
+    def after_checkpoint(self, progress: Progress, path: Any) -> None:
+        if self._saved_at is not None:  # None: the save a stop makes, after the last epoch
+            self._save_taken = self.save_s = self._at() - self._saved_at
+
+    def outcome(self) -> str:
+        """When the run, just ended, ended against the deadline, in a line."""
+        ended = self._at()
+        budget = _clock(self.budget_s)
+        if ended <= self.budget_s:
+            said = f"ended at {_clock(ended)} of the {budget} budget (deadline met)"
+        elif self._began is None:  # no epoch began: stopped at the first boundary by another hook
+            said = f"ended {ended - self.budget_s:.1f} s past the {budget} budget, before any epoch"
+        else:
+            said = (
+                f"ended {ended - self.budget_s:.1f} s past the {budget} budget: its last epoch began "
+                f"{self.budget_s - self._began:.1f} s before the deadline, forecast to take "
+                f"{self._forecast:.1f} s, and took {ended - self._began:.1f} s (this machine slowed)"
+            )
+        if self.stopped_at is not None:
+            chosen = self.config.num_timesteps
+            said += (
+                f"; the deadline stopped it at env step {self.stopped_at:,} of the {chosen:,} chosen (this machine "
+                f"ran slower than timed): --timesteps {chosen} replays it up to there, and resuming it trains the rest"
+            )
+        return said
+
+
+def _clock(seconds: float) -> str:
+    """``"14:58"`` (minutes and seconds), ``"1:02:03"`` past an hour."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -33,15 +33,15 @@ class Preset:
 # Ant's settings, tuned here on JaxAnt-v0 (C engine) for the Ant-v5 return within 15 minutes on
 # a 2-core CPU; "ant" now makes 5 SGD passes of them (below), "ant_hour" scales them to an hour.
 _ANT = dict(
-    num_timesteps=6_000_000,  # about 15 minutes on 2 CPU cores with the C engine, compile included
+    num_timesteps=6_000_000,  # sized for 15 minutes on a 2-core CPU, compile included (--minutes: any budget)
     policy_hidden_sizes=(256, 256),
     value_hidden_sizes=(256, 256),
     normalize_rewards=True,
     update_epochs=10,
     num_minibatches=16,
     # Ant-v5 ends an episode when the torso jumps above z = 1.0. At gamma 0.99 a fall 400 steps
-    # ahead costs 2% of the value, so the policy trades that risk for speed (it fell in most
-    # Ant-v5 episodes after ~7M steps at 0.99 and a constant rate).
+    # ahead costs 2% of the value, so the policy trades that risk for speed, and in long runs at
+    # 0.99 and a constant rate it did: it fell in most episodes.
     gamma=0.999,
     lr_schedule="linear",  # the rate reaches 0 at the budget's end: the run ends settled
 )
@@ -54,8 +54,8 @@ _ANT_ORIGIN = (
 
 # The other MuJoCo tasks start from Ant's settings: on a 2-core CPU the physics, not the networks,
 # bounds the wall time, so each gets the same large networks and many passes over its data, and
-# differs where its task does. Their step budgets are about 15 minutes here (the catalog's
-# throughput at N=256, benchmarks/results/catalog.md); `--minutes` fits any budget on any machine.
+# differs where its task does. Their step budgets are sized for 15 minutes here from the catalog's
+# throughput at N=256 (benchmarks/results/catalog.md); `--minutes` fits any budget on any machine.
 _LOCOMOTION = {k: v for k, v in _ANT.items() if k != "gamma"}  # gamma: the default 0.99, or the task's
 _UNTUNED = (
     "Ant's settings (tuned here for 15 minutes on a 2-core CPU), {why}; not yet tuned on this task: "
@@ -69,16 +69,16 @@ def _mujoco(name: str, env_id: str, steps: int, why: str, **changes: Any) -> Pre
 
 PRESETS: tuple[Preset, ...] = (
     # Half the SGD passes: on a 2-core CPU the updates, not only the physics, bound the wall time,
-    # and 15 minutes buys more from 5,600k steps with 5 passes (7,000 env steps/s) than from 4,300k
-    # with 10 (5,300): 4,726 against 3,801 on Ant-v5, medians of 3 seeds (benchmarks/results/suite.md).
-    # ant_hour and the presets built on Ant's settings were measured with 10 and keep them.
+    # and in 15 minutes the extra steps 5 passes leave time for were worth more than 10 passes over
+    # fewer (benchmarks/results/suite_ant5_15min.md against suite_ant_15min.md). ant_hour and the
+    # presets built on Ant's settings were measured with 10 and keep them.
     Preset("ant", "JaxAnt-v0", _ANT | dict(update_epochs=5), _ANT_ORIGIN),
     Preset(
         "ant_hour",
         "JaxAnt-v0",
         # Four times the steps in four times the envs: as many updates as "ant" makes, each on four
-        # times the data, rather than four times the updates (past ~7M steps at 256 envs the policy
-        # got worse, at either gamma).
+        # times the data, rather than four times the updates (at 256 envs, runs much longer than
+        # "ant"'s got worse, at either gamma).
         _ANT | dict(num_timesteps=24_000_000, num_envs=1024),
         "ant's settings scaled to an hour on a 2-core CPU: 4x the steps, 4x the envs",
     ),
@@ -132,12 +132,11 @@ PRESETS: tuple[Preset, ...] = (
     ),
     _mujoco("half_cheetah", "JaxHalfCheetah-v0", 12_000_000, "gamma 0.99 (it never terminates)"),
     # Hopper: at rl-zoo's gamma 0.999 a fall far ahead outweighs any gain from hopping, and the policy
-    # stood still for the healthy reward (1,001 on Hopper-v5 through 15 minutes). At Walker2d's 0.99
-    # it hopped: 3,055 after 1.5 minutes, 3,571 at 8 (benchmarks/results/suite.md).
+    # stood still for the healthy reward; at Walker2d's 0.99 it hopped (benchmarks/results/suite.md).
     _mujoco("hopper", "JaxHopper-v0", 12_000_000, "gamma 0.99 as Walker2d's: at rl-zoo's 0.999 it stood still"),
     _mujoco("walker2d", "JaxWalker2d-v0", 12_000_000, "gamma 0.99 as rl-zoo's Walker2d"),
     # Swimmer's reward is its forward speed and its gait pays off over hundreds of steps: at 0.99 PPO
-    # settles in a local optimum near 40-50 (rl-zoo's 0.9999 is what reaches 300 and more).
+    # settles in a local optimum that barely swims, and rl-zoo's 0.9999 is what lets the gait pay.
     _mujoco("swimmer", "JaxSwimmer-v0", 12_000_000, "gamma 0.9999 as rl-zoo's Swimmer", gamma=0.9999),
     _mujoco("humanoid", "JaxHumanoid-v0", 4_500_000, "gamma 0.99; its physics is Ant's cost or more"),
     _mujoco("humanoid_standup", "JaxHumanoidStandup-v0", 3_400_000,
@@ -145,9 +144,8 @@ PRESETS: tuple[Preset, ...] = (
     # 50-step episodes: rl-zoo's gamma 0.9; the budget is the issue's 5 minutes.
     _mujoco("reacher", "JaxReacher-v0", 4_000_000, "gamma 0.9 as rl-zoo's Reacher, 5 minutes", gamma=0.9),
     _mujoco("pusher", "JaxPusher-v0", 12_000_000, "gamma 0.99 for its 100-step episodes"),
-    # Its whole reward is staying up: at 0.99 a fall 500 steps ahead hardly counts, and one of 10
-    # Gymnasium episodes fell late in a 5-minute run (9,360 until 4 minutes, 8,457 at 5). At Ant's
-    # 0.999 all 10 stayed up from the first minute to the end (benchmarks/results/suite.md).
+    # Its whole reward is staying up: at 0.99 a fall 500 steps ahead hardly counts, and episodes fell
+    # late in a 5-minute run; at Ant's 0.999 none did (benchmarks/results/suite.md).
     _mujoco("inverted_double_pendulum", "JaxInvertedDoublePendulum-v0", 4_000_000,
             "gamma 0.999 as Ant's, against late falls; 5 minutes (the issue's budget for 9,000)", gamma=0.999),
     Preset(

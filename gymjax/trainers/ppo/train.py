@@ -388,6 +388,7 @@ def train(
     *,
     minutes: float | None = None,
     started_at: float | None = None,
+    deadline: budget.Deadline | None = None,
     hooks: Sequence[Hook] = (),
     progress_fn: ProgressFn | None = None,
     policy_params_fn: PolicyParamsFn | None = None,
@@ -420,8 +421,13 @@ def train(
             machine (:mod:`gymjax.trainers.ppo.budget`), then trains the most env steps that end,
             checkpoints and evaluations included, by ``minutes`` after ``started_at``; it prints
             them, and its checkpoints' config records them, so ``num_timesteps=<those>`` replays the
-            run bit for bit. A fresh run in one process only.
+            run bit for bit. If this machine slows, the run stops at the epoch boundary from which
+            the next epoch would end past the deadline (``num_timesteps=<those>`` replays it up to
+            there). Its last line says when it ended against the deadline. A fresh run in one
+            process only.
         started_at: the ``time.time()`` the budget counts from; None: this call.
+        deadline: instead of ``minutes``, a budget already timed by :func:`time_budget` for this
+            ``config`` (whose ``num_timesteps`` it chose).
         hooks: :class:`~gymjax.trainers.hooks.Hook` s, loggers included.
         progress_fn: ``progress_fn(env_steps, metrics)`` after every epoch.
         policy_params_fn: ``policy_params_fn(env_steps, make_policy, params)``
@@ -441,13 +447,7 @@ def train(
     if minutes is None and started_at is not None:
         raise ValueError(f"started_at ({started_at!r}) is when a time budget starts counting; give minutes too")
     started_at = time.time() if started_at is None else started_at
-    if minutes is not None:
-        budget.check_budget(minutes)
-        if restore_checkpoint_path is not None:
-            raise ValueError(
-                "minutes chooses a new run's num_timesteps; a resumed run continues the steps its checkpoint "
-                "records: drop minutes (or raise config.num_timesteps to train longer)"
-            )
+    _check_budget(minutes, deadline, config, restore_checkpoint_path)
     progress_metrics = _check_progress_metrics(progress_metrics)
     env = envs.make(env) if isinstance(env, str) else env  # one env for the timing trainer and the run's
     # Built before any timing: it refuses a config the env cannot take at once.
@@ -472,11 +472,12 @@ def train(
                 damaged=run.damaged_steps if run else (),
             )
         if minutes is not None:  # after the checkpoint directory is claimed: it may refuse
-            config = budget.choose(
-                config, lambda c: PPOTrainer(c, env, eval_env, randomization_fn), minutes,
-                started_at=started_at, saves=checkpointer is not None, say=progress_bar,
-            )
+            deadline = time_budget(config, env, eval_env, randomization_fn, minutes=minutes, started_at=started_at,
+                                   saves=checkpointer is not None, say=progress_bar)
+            config = deadline.config
             trainer = PPOTrainer(config, env, eval_env, randomization_fn)
+        if deadline is not None:
+            hook = Hooks([*hook.hooks, deadline])
         if run is None:
             run = trainer.init(run_id=run_id)
         _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar, progress_metrics)
@@ -484,7 +485,51 @@ def train(
         hook.close()
         if checkpointer:
             checkpointer.close()
+    if deadline is not None:
+        tqdm.write(deadline.outcome(), file=sys.stderr)
     return trainer.networks.make_policy, trainer.policy_params(run), run.last_metrics
+
+
+def time_budget(
+    config: PPOConfig,
+    env: Env | str,
+    eval_env: Env | str | None = None,
+    randomization_fn: RandomizationFn | None = None,
+    *,
+    minutes: float,
+    started_at: float | None = None,
+    saves: bool = True,
+    say: bool = True,
+) -> budget.Deadline:
+    """Times this machine for a run of ``config`` on ``env`` that ends by ``minutes`` after
+    ``started_at`` (a ``time.time()``; None: now): :func:`gymjax.trainers.ppo.budget.choose`, with
+    the run's trainer. Its ``config`` has the chosen ``num_timesteps``; :func:`train` takes it as
+    ``deadline``. ``saves``: whether the run writes checkpoints; ``say``: announce the timing."""
+    env = envs.make(env) if isinstance(env, str) else env
+    return budget.choose(
+        config, lambda c: PPOTrainer(c, env, eval_env, randomization_fn), minutes,
+        started_at=time.time() if started_at is None else started_at, saves=saves, say=say,
+    )
+
+
+def _check_budget(
+    minutes: float | None, deadline: budget.Deadline | None, config: PPOConfig, restore: Any
+) -> None:
+    """Refuses a time budget :func:`train` cannot keep, before any work."""
+    if minutes is not None:
+        budget.check_budget(minutes)
+    if deadline is not None:
+        if minutes is not None:
+            raise ValueError("give minutes (timed by train) or deadline (timed by time_budget), not both")
+        if not isinstance(deadline, budget.Deadline):
+            raise TypeError(f"deadline must be what time_budget returns, got {deadline!r}")
+        if deadline.config != config:
+            raise ValueError("deadline was timed for another config: train its deadline.config")
+    if (minutes is not None or deadline is not None) and restore is not None:
+        raise ValueError(
+            "minutes chooses a new run's num_timesteps; a resumed run continues the steps its checkpoint "
+            "records: drop minutes (or raise config.num_timesteps to train longer)"
+        )
 
 
 def _save(trainer: PPOTrainer, run: Run, checkpointer: ckpt.Checkpointer, hook: Hooks) -> int:
