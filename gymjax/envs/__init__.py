@@ -255,13 +255,15 @@ register("JaxHumanoid-v0", f"{_MUJOCO}.humanoid:Humanoid", max_episode_steps=100
 register("JaxHumanoidStandup-v0", f"{_MUJOCO}.humanoid_standup:HumanoidStandup", max_episode_steps=1000,
          reference_id="HumanoidStandup-v5")
 register("JaxMultiAnt-v0", f"{_MUJOCO}.multi_ant:MultiAnt", max_episode_steps=1000, multi_agent=True)  # MaMuJoCo's
-register("JaxMultiHalfCheetah-v0", f"{_MUJOCO}.multi_agent:MultiHalfCheetah", max_episode_steps=1000, multi_agent=True)
-register("JaxMultiHopper-v0", f"{_MUJOCO}.multi_agent:MultiHopper", max_episode_steps=1000, multi_agent=True)
-register("JaxMultiWalker2d-v0", f"{_MUJOCO}.multi_agent:MultiWalker2d", max_episode_steps=1000, multi_agent=True)
-register("JaxMultiSwimmer-v0", f"{_MUJOCO}.multi_agent:MultiSwimmer", max_episode_steps=1000, multi_agent=True)
-register("JaxMultiReacher-v0", f"{_MUJOCO}.multi_agent:MultiReacher", max_episode_steps=50, multi_agent=True)
-register("JaxMultiHumanoid-v0", f"{_MUJOCO}.multi_agent:MultiHumanoid", max_episode_steps=1000, multi_agent=True)
-register("JaxMultiHumanoidStandup-v0", f"{_MUJOCO}.multi_agent:MultiHumanoidStandup", max_episode_steps=1000, multi_agent=True)
+# MaMuJoCo's other scenarios: one class, a line each (the scenario and its default partition)
+_MULTI = f"{_MUJOCO}.multi_agent:MultiAgentMujoco"
+register("JaxMultiHalfCheetah-v0", _MULTI, 1000, kwargs={"scenario": "HalfCheetah", "agent_conf": "6x1"}, multi_agent=True)
+register("JaxMultiHopper-v0", _MULTI, 1000, kwargs={"scenario": "Hopper", "agent_conf": "3x1"}, multi_agent=True)
+register("JaxMultiWalker2d-v0", _MULTI, 1000, kwargs={"scenario": "Walker2d", "agent_conf": "2x3"}, multi_agent=True)
+register("JaxMultiSwimmer-v0", _MULTI, 1000, kwargs={"scenario": "Swimmer", "agent_conf": "2x1"}, multi_agent=True)
+register("JaxMultiReacher-v0", _MULTI, 50, kwargs={"scenario": "Reacher", "agent_conf": "2x1"}, multi_agent=True)
+register("JaxMultiHumanoid-v0", _MULTI, 1000, kwargs={"scenario": "Humanoid", "agent_conf": "9|8"}, multi_agent=True)
+register("JaxMultiHumanoidStandup-v0", _MULTI, 1000, kwargs={"scenario": "HumanoidStandup", "agent_conf": "9|8"}, multi_agent=True)
 register("JaxCartPole-v0", f"{_CLASSIC}.cartpole:CartPole", max_episode_steps=500, reference_id="CartPole-v1")  # v1's limit (v0's was 200)
 register("JaxPendulum-v0", f"{_CLASSIC}.pendulum:Pendulum", max_episode_steps=200, reference_id="Pendulum-v1")
 register("JaxAcrobot-v0", f"{_CLASSIC}.acrobot:Acrobot", max_episode_steps=500, reference_id="Acrobot-v1")

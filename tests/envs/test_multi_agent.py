@@ -15,7 +15,8 @@ from gymjax.envs.mujoco.multi_agent_graphs import SCENARIOS, agent_confs
 mamujoco = pytest.importorskip("gymnasium_robotics").mamujoco_v1
 
 IDS = gymjax.envs.registered_ids(multi_agent=True)
-SCENARIO_OF = {env_id: gymjax.envs.spec(env_id).load().scenario_name for env_id in IDS}
+# a registry line of MultiAgentMujoco names its scenario; MultiAnt's class does
+SCENARIO_OF = {i: gymjax.envs.spec(i).kwargs.get("scenario") or gymjax.envs.spec(i).load().scenario_name for i in IDS}
 CASES = [(env_id, conf) for env_id in IDS for conf in agent_confs(SCENARIO_OF[env_id])]
 # Tasks that end when the body leaves a height range: (qpos index of the height, a height outside).
 UNHEALTHY = {"Ant": (2, 1.5), "Hopper": (1, 0.1), "Walker2d": (1, 2.5), "Humanoid": (2, 2.5)}

@@ -14,13 +14,6 @@ from gymjax.envs.mujoco.inverted_double_pendulum import InvertedDoublePendulum
 from gymjax.envs.mujoco.inverted_pendulum import InvertedPendulum
 from gymjax.envs.mujoco.multi_agent import (
     MultiAgentMujoco,
-    MultiHalfCheetah,
-    MultiHopper,
-    MultiHumanoid,
-    MultiHumanoidStandup,
-    MultiReacher,
-    MultiSwimmer,
-    MultiWalker2d,
 )
 from gymjax.envs.mujoco.multi_agent_graphs import SCENARIOS
 from gymjax.envs.mujoco.multi_ant import AGENT_CONFS, MultiAnt
@@ -43,13 +36,6 @@ __all__ = [
     "MujocoEnv",
     "MultiAgentMujoco",
     "MultiAnt",
-    "MultiHalfCheetah",
-    "MultiHopper",
-    "MultiHumanoid",
-    "MultiHumanoidStandup",
-    "MultiReacher",
-    "MultiSwimmer",
-    "MultiWalker2d",
     "NotDifferentiableError",
     "Pusher",
     "Reacher",

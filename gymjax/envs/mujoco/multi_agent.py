@@ -29,7 +29,6 @@ import numpy as np
 from mujoco import mjx
 
 from gymjax.core import Env, State, check_agents
-from gymjax.envs import spec
 from gymjax.envs.mujoco.base import field
 from gymjax.envs.mujoco.multi_agent_graphs import SCENARIOS, hops, observed_items
 
@@ -85,8 +84,7 @@ class MultiAgentMujoco(Env[mjx.Model]):
     agents read beyond those (custom categories) reach it as ``extra_data_fields``.
     """
 
-    scenario_name: str | None = None  # set by the registered subclasses
-    max_episode_steps: int | None = None
+    scenario_name: str | None = None  # the scenario built (a subclass's own, as MultiAnt's)
 
     def __init__(
         self,
@@ -300,8 +298,9 @@ def _field_shapes(m: mujoco.MjModel, names: set[str]) -> dict[str, tuple[int, ..
 
 
 class RegisteredMultiAgentMujoco(MultiAgentMujoco):
-    """A scenario of :data:`~gymjax.envs.mujoco.multi_agent_graphs.SCENARIOS` as a registered id:
-    ``scenario_name`` and ``default_agent_conf`` are class attributes, the time limit the id's."""
+    """A scenario of :data:`~gymjax.envs.mujoco.multi_agent_graphs.SCENARIOS` with methods of its
+    own (:class:`~gymjax.envs.mujoco.MultiAnt`): ``scenario_name`` and ``default_agent_conf`` are
+    class attributes. A scenario without is a registry line of :class:`MultiAgentMujoco`."""
 
     default_agent_conf: str
 
@@ -322,58 +321,3 @@ class RegisteredMultiAgentMujoco(MultiAgentMujoco):
             **task_kwargs,
         )
 
-
-class MultiHalfCheetah(RegisteredMultiAgentMujoco):
-    """JaxMultiHalfCheetah-v0: MaMuJoCo's ``"HalfCheetah"`` (``"6x1"``, ``"2x3"``)."""
-
-    scenario_name = "HalfCheetah"
-    default_agent_conf = "6x1"
-    max_episode_steps = spec("JaxMultiHalfCheetah-v0").max_episode_steps
-
-
-class MultiHopper(RegisteredMultiAgentMujoco):
-    """JaxMultiHopper-v0: MaMuJoCo's ``"Hopper"`` (``"3x1"``)."""
-
-    scenario_name = "Hopper"
-    default_agent_conf = "3x1"
-    max_episode_steps = spec("JaxMultiHopper-v0").max_episode_steps
-
-
-class MultiWalker2d(RegisteredMultiAgentMujoco):
-    """JaxMultiWalker2d-v0: MaMuJoCo's ``"Walker2d"`` (``"2x3"``)."""
-
-    scenario_name = "Walker2d"
-    default_agent_conf = "2x3"
-    max_episode_steps = spec("JaxMultiWalker2d-v0").max_episode_steps
-
-
-class MultiSwimmer(RegisteredMultiAgentMujoco):
-    """JaxMultiSwimmer-v0: MaMuJoCo's ``"Swimmer"`` (``"2x1"``)."""
-
-    scenario_name = "Swimmer"
-    default_agent_conf = "2x1"
-    max_episode_steps = spec("JaxMultiSwimmer-v0").max_episode_steps
-
-
-class MultiReacher(RegisteredMultiAgentMujoco):
-    """JaxMultiReacher-v0: MaMuJoCo's ``"Reacher"`` (``"2x1"``)."""
-
-    scenario_name = "Reacher"
-    default_agent_conf = "2x1"
-    max_episode_steps = spec("JaxMultiReacher-v0").max_episode_steps
-
-
-class MultiHumanoid(RegisteredMultiAgentMujoco):
-    """JaxMultiHumanoid-v0: MaMuJoCo's ``"Humanoid"`` (``"9|8"``: upper and lower body)."""
-
-    scenario_name = "Humanoid"
-    default_agent_conf = "9|8"
-    max_episode_steps = spec("JaxMultiHumanoid-v0").max_episode_steps
-
-
-class MultiHumanoidStandup(RegisteredMultiAgentMujoco):
-    """JaxMultiHumanoidStandup-v0: MaMuJoCo's ``"HumanoidStandup"`` (``"9|8"``)."""
-
-    scenario_name = "HumanoidStandup"
-    default_agent_conf = "9|8"
-    max_episode_steps = spec("JaxMultiHumanoidStandup-v0").max_episode_steps

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import jax
 
-from gymjax.envs import spec
 from gymjax.envs.mujoco.multi_agent import RegisteredMultiAgentMujoco
 from gymjax.envs.mujoco.multi_agent_graphs import agent_confs
 
@@ -56,7 +55,6 @@ class MultiAnt(RegisteredMultiAgentMujoco):
 
     scenario_name = "Ant"
     default_agent_conf = "2x4"
-    max_episode_steps = spec("JaxMultiAnt-v0").max_episode_steps
 
     @property
     def ant(self):
