@@ -5,16 +5,15 @@
 work.
 """
 
-import os
-import sys
+from gymjax import cli
 
-if sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0]) == "gymjax":
-    # gymjax is the program (python -m gymjax, the gymjax script): its Ctrl-C guard starts before
-    # the imports below, in which a KeyboardInterrupt can be swallowed (raised in importlib's own
+if cli.starts_the_program():
+    # `python -m gymjax` imports this package before its __main__ runs, the gymjax script before
+    # its entry point: the command's Ctrl-C guard starts here, ahead of the imports below
+    # (gymnasium, numpy), where a Ctrl-C is a traceback, or is swallowed (raised in importlib's own
     # weakref callback, Python prints "Exception ignored" and goes on) and the run goes on.
-    from gymjax.cli import guard_the_start
-
-    guard_the_start()
+    # Imported by any other program, gymjax leaves its process as it found it.
+    cli.guard_the_start()
 
 from gymjax import envs  # registers every id, with Gymnasium too
 

@@ -1,5 +1,3 @@
-import sys
+from gymjax.cli import run_program
 
-from gymjax.cli import main
-
-sys.exit(main())
+run_program()

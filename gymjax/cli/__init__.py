@@ -1,28 +1,90 @@
 """The ``gymjax`` command line (:mod:`gymjax.cli.commands` lists the commands).
 
-:func:`main` is the entry point. It loads the commands (JAX, flax, orbax: about a second) inside
-its own guard, so that a Ctrl-C at any moment, the first second included, ends the command with
-status 130 and one line, never a traceback and never a run that goes on.
+Two ways in:
+
+- :func:`run_program` is the program: the ``gymjax`` script and ``python -m gymjax``. It owns the
+  process's SIGINT from the program's first instant (:func:`guard_the_start`) to its last: a Ctrl-C
+  at any moment ends the command with status 130 and one line, never a traceback, never a run that
+  goes on.
+- :func:`main` runs one command inside a process that is someone else's (tests, notebooks) and returns
+  its exit status; its guard is lifted when it returns.
+
+Both load the commands (JAX, flax, orbax: about a second) inside the guard.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 # A Ctrl-C whose KeyboardInterrupt was swallowed (raised inside a garbage-collector callback,
 # such as JAX's, Python prints "Exception ignored" and goes on) ends the process after this long.
 SWALLOWED_INTERRUPT_GRACE_S = 2.0
-_started: _InterruptGuard | None = None  # the guard guard_the_start began, for main to take over
+_started: _InterruptGuard | None = None  # the guard guard_the_start began, for the entry point to take
 
 
 def main(argv: list[str] | None = None) -> int:
-    global _started
-    guard, _started = _started, None
+    guard = _take_started()
     if guard is None and threading.current_thread() is threading.main_thread():
         guard = _InterruptGuard()
+    try:
+        return _command(guard, argv)
+    finally:
+        if guard:
+            guard.close()
+
+
+def run_program() -> NoReturn:
+    """The program's entry point: runs the command ``sys.argv`` names and ends the process with its
+    status. The process ends without the interpreter's own teardown, which is where Ctrl-C went
+    wrong: JAX's exit cleanup destroys its backend under a computation a Ctrl-C left running
+    (a segfault), and Python resets SIGINT to its default first (a Ctrl-C then killed the
+    process after its result was printed, instead of ending it with 130)."""
+    guard = _take_started() or _InterruptGuard()
+    status = _command(guard, None)
+    guard.ending()  # a Ctrl-C from here on ends the process at once, with 130
+    if not guard.interrupted.is_set():
+        # What Python's exit does before its teardown: wait for the threads, run the exit
+        # functions. Not after a Ctrl-C: a computation may still run, under JAX's exit function.
+        for thread in threading.enumerate():
+            if not (thread.daemon or thread is threading.current_thread()):
+                thread.join()
+        atexit._run_exitfuncs()
+    _flush()
+    os._exit(status)
+
+
+def starts_the_program() -> bool:
+    """Whether the ``import gymjax`` under way is the start of the gymjax program, rather than an
+    import by another program: ``python -m gymjax`` (runpy imports the package before running its
+    ``__main__``, with ``sys.argv == ["-m"]`` as for any module run with ``-m``: ``sys.orig_argv``
+    says which), or the ``gymjax`` script (the main file's name)."""
+    if sys.argv[:1] == ["-m"]:
+        argv = sys.orig_argv
+        module = argv[argv.index("-m") + 1 :][:1] if "-m" in argv else []
+        return module in (["gymjax"], ["gymjax.__main__"])
+    return os.path.basename(getattr(sys.modules["__main__"], "__file__", None) or "") == "gymjax"
+
+
+def guard_the_start() -> None:
+    """Starts the program's Ctrl-C guard now, while ``gymjax`` itself imports (when
+    :func:`starts_the_program`): a Ctrl-C from then on is noted, and ends the command with 130."""
+    global _started
+    if _started is None and threading.current_thread() is threading.main_thread():
+        _started = _InterruptGuard()
+
+
+def _take_started() -> _InterruptGuard | None:
+    global _started
+    guard, _started = _started, None
+    return guard
+
+
+def _command(guard: _InterruptGuard | None, argv: list[str] | None) -> int:
     try:
         from gymjax.cli import commands
 
@@ -30,19 +92,18 @@ def main(argv: list[str] | None = None) -> int:
             guard.loaded()
         return commands.main(argv)
     except KeyboardInterrupt:
+        if guard:
+            guard.interrupted.set()
         print("gymjax: interrupted", file=sys.stderr)
         return 130
-    finally:
-        if guard:
-            guard.close()
 
 
-def guard_the_start() -> None:
-    """Starts :func:`main`'s Ctrl-C guard now, while ``gymjax`` itself imports, when gymjax is the
-    program: a Ctrl-C from the process's first instant on is noted, and ends the command with 130."""
-    global _started
-    if _started is None and threading.current_thread() is threading.main_thread():
-        _started = _InterruptGuard()
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or full output: the status still says how it ended
+            pass
 
 
 class _InterruptGuard:
@@ -54,6 +115,8 @@ class _InterruptGuard:
     - Afterwards it raises KeyboardInterrupt as always; one swallowed (raised inside a garbage
       collector callback, such as JAX's: Python prints "Exception ignored" and goes on) ends the
       process at once, and one caught elsewhere after :data:`SWALLOWED_INTERRUPT_GRACE_S`.
+    - Once the command has ended (:meth:`ending`, the program's last steps), a Ctrl-C ends the
+      process at once.
     """
 
     def __init__(self):
@@ -65,6 +128,8 @@ class _InterruptGuard:
     def on_interrupt(self, signum, frame):
         first = not self.interrupted.is_set()
         self.interrupted.set()
+        if self.done.is_set():
+            self.end(say=first)
         if self.loading:
             return
         if first:
@@ -76,6 +141,9 @@ class _InterruptGuard:
         if self.interrupted.is_set():
             raise KeyboardInterrupt
 
+    def ending(self) -> None:
+        self.done.set()
+
     def unraisable(self, unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt) and not self.done.is_set():
             self.end()
@@ -86,12 +154,14 @@ class _InterruptGuard:
             self.end()
 
     @staticmethod
-    def end() -> None:
-        print("gymjax: interrupted", file=sys.stderr, flush=True)
+    def end(say: bool = True) -> NoReturn:
+        if say:  # else the command said it as it ended
+            print("gymjax: interrupted", file=sys.stderr)
+        _flush()
         os._exit(130)
 
     def close(self) -> None:
+        signal.signal(signal.SIGINT, self.previous)  # first: a Ctrl-C once done is set ends the process
         self.done.set()
-        signal.signal(signal.SIGINT, self.previous)
         if sys.unraisablehook == self.unraisable:  # else one laid over it since, which calls it: kept
             sys.unraisablehook = self.previous_unraisable

