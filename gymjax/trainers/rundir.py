@@ -195,13 +195,10 @@ class RunDirectory:
             raise RunDirectoryError(f"{self.run_file} is damaged or not gymjax's: {e}") from None
 
     def check_policy_env(self, record: RunRecord, env: Env, meta: dict[str, Any]) -> None:
-        """Refuses, in one line naming both, a checkpoint (its ``meta``) whose policy cannot act in
-        ``env``, the env ``record`` names: run.json's env or options were changed after training."""
-        try:
-            saved = SavedMeta.from_json(meta)
-        except ckpt.CheckpointError as e:
-            raise RunDirectoryError(f"{self.checkpoints}: {e}") from None
-        mismatch = resume.env_mismatch(saved, env.env_id, env.observation_space.shape[0],
+        """Refuses, in one line naming both, a checkpoint (its ``meta``, as a reader checked it) whose
+        policy cannot act in ``env``, the env ``record`` names: run.json's env or options were
+        changed after training."""
+        mismatch = resume.env_mismatch(SavedMeta.from_json(meta), env.env_id, env.observation_space.shape[0],
                                        describe_action_space(env.action_space), f"{record.env} {record.env_kwargs}")
         if mismatch:
             raise RunDirectoryError(
