@@ -119,6 +119,9 @@ def test_demo_takes_env_options_and_refuses_wrong_ones(tmp_path, capsys):
     (["train", "--preset", "ant", "--env", "JaxCartPole-v0", "--run-dir", "r"],
      r"^--preset ant is tuned for JaxAnt-v0, not --env JaxCartPole-v0; drop one of them"),
     (["eval", "--run-dir", "r", "--reference", "--stochastic"], r"^--reference plays the policy's mode"),
+    # what XLA would find out only when it allocates: refused with the estimate, nothing written
+    (["train", "--env", "JaxCartPole-v0", "--num-envs", "100000000", "--run-dir", "r"],
+     r"^cannot train JaxCartPole-v0: num_envs=100000000 with unroll_length=32 needs at least [\d,.]+ GiB"),
 ])
 def test_bad_input_is_one_line_naming_what_was_expected(tmp_path, monkeypatch, capsys, argv, expected):
     monkeypatch.chdir(tmp_path)  # demo's default --out is relative: nothing may appear here
@@ -163,3 +166,19 @@ def test_preset_run_records_its_name_and_settings_and_evaluates_on_gymnasiums_en
     assert ref["episode_return_mean"] == ref["episode_length_mean"] > 0
     with pytest.raises(SystemExit, match=r"only --timesteps may change .*'--preset'"):
         main(["train", "--preset", "cartpole", "--resume", "--run-dir", str(run_dir)])
+
+
+def test_eval_refuses_a_run_json_whose_env_was_changed_in_one_line(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert main(["train", *TINY_FLAGS, "--num-evals", "1", "--no-video", "--run-dir", str(run_dir)]) == 0
+    record = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**record, "env": "JaxPendulum-v0"}))
+    for command in ("eval", "render"):
+        with pytest.raises(SystemExit) as refusal:
+            main([command, "--run-dir", str(run_dir)])
+        assert str(refusal.value.code) == (
+            f"{run_dir / 'run.json'} records env JaxPendulum-v0 with options {{}}, but the checkpoint was trained on "
+            "JaxCartPole-v0, not JaxPendulum-v0: run.json was changed after training; its env and env_kwargs must "
+            "be the run's"
+        )
+    assert not (run_dir / "policy.mp4").exists()

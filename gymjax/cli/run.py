@@ -305,6 +305,7 @@ def _saved_policy(path: pathlib.Path, deterministic: bool = True) -> SavedPolicy
         record = directory.read()
         env = directory.recorded_env(record)
         policy, meta = load_policy_and_meta(directory.checkpoints, deterministic=deterministic)
+        directory.check_policy_env(record, env, meta)
     except rundir.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
     except (FileNotFoundError, ckpt.CheckpointError) as e:

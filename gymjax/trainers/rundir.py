@@ -49,7 +49,7 @@ from typing import Any
 
 from gymjax import envs
 from gymjax.core import Env
-from gymjax.trainers import artifacts, distributed, files, reference, trackers
+from gymjax.trainers import artifacts, distributed, files, trackers
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
 from gymjax.trainers.loggers import (
@@ -60,8 +60,10 @@ from gymjax.trainers.loggers import (
     drop_rows_after,
     read_rows,
 )
-from gymjax.trainers.ppo import PPOConfig, SavedMeta, budget, presets
+from gymjax.trainers.ppo import PPOConfig, SavedMeta, budget, presets, resume
 from gymjax.trainers.ppo import train as ppo_train
+from gymjax.trainers.ppo.networks import describe_action_space
+from gymjax.trainers.ppo.train import check as ppo_check
 from gymjax.trainers.ppo.train import time_budget
 from gymjax.trainers.stopping import TrainingStopped
 from gymjax.wrappers.training import single_env_stack
@@ -200,6 +202,18 @@ class RunDirectory:
         except RunDirectoryError as e:
             raise RunDirectoryError(f"{self.run_file} is damaged or not gymjax's: {e}") from None
 
+    def check_policy_env(self, record: RunRecord, env: Env, meta: dict[str, Any]) -> None:
+        """Refuses, in one line naming both, a checkpoint (its ``meta``, as a reader checked it) whose
+        policy cannot act in ``env``, the env ``record`` names: run.json's env or options were
+        changed after training."""
+        mismatch = resume.env_mismatch(SavedMeta.from_json(meta), env.env_id, env.observation_space.shape[0],
+                                       describe_action_space(env.action_space), f"{record.env} {record.env_kwargs}")
+        if mismatch:
+            raise RunDirectoryError(
+                f"{self.run_file} records env {record.env} with options {record.env_kwargs}, but {mismatch}: "
+                f"run.json was changed after training; its env and env_kwargs must be the run's"
+            )
+
     def check_links(self) -> None:
         """Refuses a directory holding a symbolic link: a write through one would land outside."""
         try:
@@ -214,8 +228,9 @@ class RunDirectory:
     def logged_rows(self) -> int:
         return sum(len(read_rows(self.path / f"metrics.{fmt}")[1]) for fmt in METRICS_FORMATS)
 
-    def check_fresh(self, say: bool = True) -> None:
-        """Refuses a directory holding another run's data, for a new run."""
+    def check_fresh(self) -> str | None:
+        """Refuses a directory holding another run's data, for a new run; returns what the run will
+        replace, to say once it starts."""
         saved = ckpt.step_dirs(self.checkpoints)
         rows = self.logged_rows()
         if self.run_file.exists():
@@ -223,17 +238,17 @@ class RunDirectory:
                 raise RunDirectoryError(
                     f"{self.path} already holds a run; resume it (gymjax train --resume) or pick another run directory"
                 )
-            if say:
-                print(f"{self.path}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric")
-        elif saved:
+            return f"{self.path}: replacing the run recorded in {RUN_FILE}, which never saved a checkpoint or a metric"
+        if saved:
             raise RunDirectoryError(
                 f"{self.checkpoints} holds checkpoints {saved} without a {RUN_FILE}: another run's; pick another "
                 f"run directory"
             )
-        elif rows:
+        if rows:
             raise RunDirectoryError(
                 f"{self.path} holds {rows} metric rows without a {RUN_FILE}: another run's; pick another run directory"
             )
+        return None
 
     def lock(self) -> ckpt.DirectoryLock:
         try:
@@ -268,6 +283,7 @@ class Plan:
     tensorboard: bool  # a resume may turn it on
     tracker_names: tuple[str, ...] = ()  # the recorded ones, and any this start adds
     tracker_options: trackers.TrackerOptions = NO_TRACKER_OPTIONS
+    notes: tuple[str, ...] = ()  # what the start will do, said once every check has passed
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
@@ -298,15 +314,20 @@ def plan_fresh(
     """A new run; ``loggers``: trackers (``"mlflow"``, ``"wandb"``) to log it to too."""
     directory = RunDirectory(path)
     directory.check_links()
-    directory.check_fresh()
+    replaced = directory.check_fresh()
     env = make_env(record.env, record.env_kwargs)
-    if record.config.reference_episodes:
-        try:
-            reference.reference_id(record.env)
-        except ValueError as e:
-            raise RunDirectoryError(f"reference_episodes={record.config.reference_episodes}: {e}") from None
+    _check_trainable(record, env)
     return Plan(directory, record, env, None, resumed=False, video=record.video, tensorboard=record.tensorboard,
-                tracker_names=_required(loggers), tracker_options=tracker_options)
+                tracker_names=_required(loggers), tracker_options=tracker_options, notes=(replaced,) if replaced else ())
+
+
+def _check_trainable(record: RunRecord, env: Env) -> None:
+    """The config checked with the env as the trainer will check it: a batch too large for memory,
+    say, is refused in one line before anything is written."""
+    try:
+        ppo_check(record.config, env)
+    except (TypeError, ValueError) as e:
+        raise RunDirectoryError(f"cannot train {record.env}: {e}") from None
 
 
 def _required(names: Sequence[str]) -> tuple[str, ...]:
@@ -331,14 +352,16 @@ def plan_resume(
     directory.check_links()
     record = directory.read()
     restore = directory.checkpoints if ckpt.step_dirs(directory.checkpoints) else None
-    if restore is None:
-        print(f"{directory.path} has no checkpoint yet: starting its recorded run from scratch")
+    notes = [] if restore else [f"{directory.path} has no checkpoint yet: starting its recorded run from scratch"]
     if num_timesteps is not None and num_timesteps != record.config.num_timesteps:
         done = _saved_env_steps(directory.checkpoints) if restore else 0
-        record = dataclasses.replace(record, config=extended(record.config, num_timesteps, done))
+        config, note = extended(record.config, num_timesteps, done)
+        record = dataclasses.replace(record, config=config)
+        notes.append(note)
     env = directory.recorded_env(record)
+    _check_trainable(record, env)
     return Plan(directory, record, env, restore, True, record.video and video, record.tensorboard or tensorboard,
-                _required([*record.trackers, *loggers]), tracker_options)
+                _required([*record.trackers, *loggers]), tracker_options, tuple(notes))
 
 
 def _saved_env_steps(checkpoints: pathlib.Path) -> int:
@@ -349,9 +372,9 @@ def _saved_env_steps(checkpoints: pathlib.Path) -> int:
         raise RunDirectoryError(f"{checkpoints}: {e}") from None
 
 
-def extended(config: PPOConfig, num_timesteps: int, done: int) -> PPOConfig:
+def extended(config: PPOConfig, num_timesteps: int, done: int) -> tuple[PPOConfig, str]:
     """``config`` trained to ``num_timesteps`` (the run has made ``done`` env steps): epochs of the same
-    size, as many as the new budget needs."""
+    size, as many as the new budget needs; and the line that says so."""
     try:
         longer = config.replace(num_timesteps=num_timesteps, epoch_iterations=config.iterations_per_epoch)
     except ValueError as e:
@@ -367,11 +390,10 @@ def extended(config: PPOConfig, num_timesteps: int, done: int) -> PPOConfig:
             "; the linear learning-rate schedule is stretched to end at the new budget, so the learning rate "
             f"steps up at env step {done:,} and then decays to 0 at {longer.total_env_steps:,}"
         )
-    print(
+    return longer, (
         f"training to {longer.total_env_steps:,} env steps (was {config.total_env_steps:,}): "
         f"{longer.num_epochs} epochs of {longer.env_steps_per_epoch:,} steps in all{schedule}"
     )
-    return longer
 
 
 def start(plan_fn: Callable[[], Plan]) -> tuple[Plan, ckpt.DirectoryLock | None, bool]:
@@ -384,7 +406,7 @@ def start(plan_fn: Callable[[], Plan]) -> tuple[Plan, ckpt.DirectoryLock | None,
             created = not plan.directory.path.exists()
             lock = plan.directory.lock()
             if not plan.resumed:  # again, under the lock: a run may have finished there since the plan
-                plan.directory.check_fresh(say=False)
+                plan.directory.check_fresh()
     except (RunDirectoryError, ckpt.CheckpointError) as e:
         refused = e
     if distributed.any_process(refused is not None):  # a second writer stops every process, not one
@@ -426,9 +448,9 @@ def run(
         if primary:  # process 0 alone writes files other than checkpoint shards
             started = _start_trackers(plan, started)
             record = dataclasses.replace(record, trackers={t.name: t.record() for t in started})
-            directory.write(record)
             # The trackers stay open past training, for the plot and the video.
-            loggers = [*_loggers(plan, console), *map(_KeepOpen, started)]
+            loggers = [_Starting(dataclasses.replace(plan, record=record)), *_loggers(plan, console),
+                       *map(_KeepOpen, started)]
         try:
             make_policy, params, metrics = ppo_train(
                 record.config, plan.env, hooks=[*loggers, *hooks], checkpoint_dir=directory.checkpoints,
@@ -464,6 +486,24 @@ def _time_budget(plan: Plan, started_at: float, say: bool) -> budget.Deadline:
         return time_budget(plan.record.config, plan.env, minutes=plan.record.minutes, started_at=started_at, say=say)
     except ValueError as e:
         raise RunDirectoryError(str(e)) from None
+
+
+class _Starting(Hook):
+    """Writes run.json and says the plan's notes when training is sure to start: the trainer calls
+    ``before_training`` once the checkpoint, the config's changes and the hooks' states have
+    passed its checks. A start refused before then leaves run.json as it was, byte for byte, and
+    has said nothing it would not do."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def before_training(self, progress, resumed):
+        plan = self.plan
+        if plan.resumed and plan.restore is None:
+            drop_rows_after(plan.directory.metrics(plan.record), 0)  # logged before a kill that came before any save
+        plan.directory.write(plan.record)
+        for note in plan.notes:
+            print(note)
 
 
 class _KeepOpen(Hook):
@@ -506,8 +546,6 @@ def _attach(started: Sequence[trackers.Tracker], path: pathlib.Path | None) -> N
 
 def _loggers(plan: Plan, console: bool) -> list[Hook]:
     record, metrics = plan.record, plan.directory.metrics(plan.record)
-    if plan.resumed and plan.restore is None:
-        drop_rows_after(metrics, 0)  # the epochs logged before a kill that came before any save
     loggers: list[Hook] = [CSVLogger(metrics) if record.metrics_format == "csv" else JSONLLogger(metrics)]
     if console:
         loggers.append(ConsoleLogger())

@@ -149,7 +149,7 @@ def test_divergence_stops_and_keeps_last_good_checkpoint(tmp_path):
     with pytest.raises(TrainingDiverged, match=r"epoch 3 .* the loss is nan"):
         # a step so large the first update overflows (PPOConfig refuses a NaN learning rate itself)
         train(TINY.replace(learning_rate=1e30), ENV, checkpoint_dir=tmp_path,
-              restore_checkpoint_path=tmp_path, progress_bar=False)
+              restore_checkpoint_path=tmp_path, resume_changes=["learning_rate"], progress_bar=False)
     assert saved_steps(tmp_path) == [1, 2]
     policy = ckpt.restore(tmp_path, with_state=False).policy
     assert all(np.isfinite(x).all() for x in jax.tree.leaves(policy))
@@ -165,6 +165,14 @@ def test_load_policy_matches_the_trained_policy(tmp_path):
     stochastic = load_policy(tmp_path / "4", deterministic=False)
     key = jax.random.PRNGKey(1)
     np.testing.assert_array_equal(stochastic(obs, key), make_policy(params)(obs, key)[0])
+    # any leading dims batch; another observation size is named before JAX sees it
+    assert policy(obs.reshape(8, 8, 4)).shape == (8, 8)
+    for shape in [(7,), (64, 3), ()]:
+        with pytest.raises(ValueError) as refusal:
+            policy(np.zeros(shape))
+        assert str(refusal.value) == (
+            f"the policy takes observations of shape (4,), or a batch of them (N, 4) (any leading dims), got {shape}"
+        )
 
 
 def test_restore_errors_are_clear(tmp_path):
@@ -175,6 +183,11 @@ def test_restore_errors_are_clear(tmp_path):
     train(TINY.replace(num_timesteps=8 * 16, num_evals=1), ENV, checkpoint_dir=tmp_path / "c", progress_bar=False)
     with pytest.raises(ValueError, match="cannot resume: the checkpoint has num_envs=8"):
         train(TINY.replace(num_envs=16), ENV, restore_checkpoint_path=tmp_path / "c", progress_bar=False)
+    # a learning rate or seed changed since the run: named, not trained on without a word
+    with pytest.raises(ckpt.IncompatibleCheckpoint, match=r"changes seed 0 -> 3, learning_rate 0.0003 -> 0.001 "):
+        train(TINY.replace(num_timesteps=2 * 8 * 16, num_evals=1, learning_rate=1e-3, seed=3), ENV,
+              checkpoint_dir=tmp_path / "c", restore_checkpoint_path=tmp_path / "c", progress_bar=False)
+    assert saved_steps(tmp_path / "c") == [1]
 
 
 def test_a_checkpoint_of_another_state_layout_loads_its_policy_but_does_not_resume(tmp_path, monkeypatch):

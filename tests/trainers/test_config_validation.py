@@ -106,15 +106,20 @@ OTHER_FIXED_VALUE = {
     "activation": "relu",  # the same parameters would mean another function
     "policy_distribution": "normal",
 }
-# Fields a resumed run may change, with another value each.
+# Fields a resumed run may change unasked (how long, what is reported), with another value each.
 FREE_CHANGES = [
     ("num_timesteps", 5_000_000),  # gymjax train --resume --timesteps
+    ("num_evals", 3),
+    ("save_every_epochs", 5),
+    ("epoch_iterations", 2),
+]
+# Fields that change how the run trains: refused on resume unless named in resume_changes.
+GUARDED_CHANGES = [
     ("learning_rate", 1e-3),
     ("entropy_cost", 0.0),
     ("seed", 7),
-    ("num_evals", 3),
     ("normalize_rewards", True),
-    ("save_every_epochs", 5),
+    ("gamma", 0.9),
 ]
 
 
@@ -144,3 +149,29 @@ def test_changing_a_free_field_on_resume_is_allowed(name, value):
     changed = PPOConfig(**{name: value})
     assert getattr(changed, name) != getattr(PPOConfig(), name)
     resume.check_compatible(_meta(PPOConfig()), _meta(changed), "JaxCartPole-v0")
+
+
+@pytest.mark.parametrize("name, value", GUARDED_CHANGES, ids=[name for name, _ in GUARDED_CHANGES])
+def test_changing_a_field_of_how_it_trains_on_resume_is_refused_unless_named(name, value):
+    changed = PPOConfig(**{name: value})
+    before = getattr(PPOConfig(), name)
+    with pytest.raises(IncompatibleCheckpoint) as refusal:
+        resume.check_compatible(_meta(PPOConfig()), _meta(changed), "JaxCartPole-v0")
+    assert str(refusal.value) == (
+        f"cannot resume: this config changes {name} {before!r} -> {value!r} from the checkpoint's, which changes how "
+        "the run trains; give the checkpoint's values, or name the fields in ppo.train's resume_changes to train on "
+        "with these"
+    )
+    resume.check_compatible(_meta(PPOConfig()), _meta(changed), "JaxCartPole-v0", changes=(name,))
+
+
+def test_every_changed_field_is_named_and_resume_changes_takes_only_those_fields():
+    changed = PPOConfig(learning_rate=1e-3, seed=7, num_evals=3)
+    with pytest.raises(IncompatibleCheckpoint, match=r"changes seed 0 -> 7, learning_rate 0.0003 -> 0.001 from"):
+        resume.check_compatible(_meta(PPOConfig()), _meta(changed), "JaxCartPole-v0", changes=("gamma",))
+    with pytest.raises(ValueError, match=r"resume_changes names \['num_envs', 'learning_rat'\]; it takes"):
+        resume.check_changes(["num_envs", "learning_rat"])
+    with pytest.raises(TypeError, match="got the string 'seed'"):
+        resume.check_changes("seed")
+    assert set(resume.GUARDED_FIELDS) >= {name for name, _ in GUARDED_CHANGES}
+    assert not set(resume.GUARDED_FIELDS) & {*resume.FIXED_FIELDS, *resume.REPORTING_FIELDS}

@@ -17,6 +17,7 @@ from ppo_configs import TINY, StopAfter
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import EarlyStopping, Hook, Hooks, HookStateError, Progress, StopTraining
 from gymjax.trainers.ppo import PPOTrainer, load_policy, train
+from gymjax.trainers.rundir import train as train_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = "JaxCartPole-v0"
@@ -227,3 +228,47 @@ def test_progress_metrics_chooses_what_the_bar_shows(capfd):
     assert "losses/total=" in last and "eval/episode_return=" in last and "ret=" not in err and "sps=" not in err
     with pytest.raises(TypeError, match="a sequence of metric names, got the string 'losses/total'"):
         train(TINY, ENV, progress_metrics="losses/total")
+
+
+# -- a run directory's start: every check before anything is written -----------------------------
+
+
+class Unsavable(Counter):
+    """A state holding a set: not JSON, so no checkpoint could hold it."""
+
+    def state_dict(self):
+        return {"seen": {self.count}}
+
+
+def test_a_hook_whose_state_cannot_be_saved_is_refused_before_the_run_starts(tmp_path):
+    run_dir = tmp_path / "run"
+    with pytest.raises(TypeError, match=r"^hook 0 \(Unsavable\)\.state_dict\(\) must return JSON values"):
+        train_run(run_dir, ENV, TINY, hooks=[Unsavable()], console=False, progress_bar=False, video=False)
+    assert not run_dir.exists()  # no run.json, no metrics row: the corrected command starts afresh
+
+
+def test_a_resume_refused_by_a_hook_leaves_run_json_as_it_was_and_announces_nothing(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    config = TINY.replace(num_timesteps=2 * 8 * 16, num_evals=1, epoch_iterations=1)
+    train_run(run_dir, ENV, config, hooks=[Counter()], console=False, progress_bar=False, video=False)
+    item = run_dir / "checkpoints" / "2" / "hooks" / "metadata"
+    saved = json.loads(item.read_text())
+    saved["hooks"][0]["state"] = {"count": "two"}
+    item.write_text(json.dumps(saved))
+    recorded = (run_dir / "run.json").read_bytes()
+    capsys.readouterr()
+    with pytest.raises(HookStateError, match="hook 0 \\(Counter\\) cannot load its state"):
+        train_run(run_dir, resume=True, num_timesteps=4 * 8 * 16, hooks=[Counter()], console=False,
+                  progress_bar=False, video=False)
+    assert (run_dir / "run.json").read_bytes() == recorded  # num_timesteps not extended
+    assert "training to" not in capsys.readouterr().out  # the plan is said once every check has passed
+    assert ckpt.step_dirs(run_dir / "checkpoints") == [1, 2]
+
+    counter = Counter()  # the same resume, the state repaired: the plan is said and recorded
+    saved["hooks"][0]["state"] = {"count": 2}
+    item.write_text(json.dumps(saved))
+    train_run(run_dir, resume=True, num_timesteps=4 * 8 * 16, hooks=[counter], console=False, progress_bar=False,
+              video=False)
+    assert "training to 512 env steps (was 256)" in capsys.readouterr().out
+    assert json.loads((run_dir / "run.json").read_text())["config"]["num_timesteps"] == 4 * 8 * 16
+    assert counter.count == 4

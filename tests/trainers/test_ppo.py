@@ -216,3 +216,29 @@ def test_action_repeat_counts_env_steps():
 def test_save_every_epochs(tmp_path):
     train(TINY.replace(save_every_epochs=3), "JaxCartPole-v0", checkpoint_dir=tmp_path, progress_bar=False)
     assert sorted(int(p.name) for p in tmp_path.iterdir() if p.name.isdigit()) == [3, 4]  # every 3rd, and the end
+
+
+def test_a_gymnasium_env_of_a_gymjax_id_trains_as_the_id_and_others_are_refused():
+    import gymnasium
+
+    config = TINY.replace(num_timesteps=2 * 8 * 16, num_evals=0)
+    made = gymnasium.make("JaxCartPole-v0", sutton_barto_reward=True)
+    from_gymnasium = train(config, made, progress_bar=False)[1]
+    from_id = train(config, gymjax.make("JaxCartPole-v0", sutton_barto_reward=True), progress_bar=False)[1]
+    assert all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), from_gymnasium, from_id)))
+    assert PPOTrainer(config, gymnasium.make("gymnax/CartPole-v1")).env_id == "gymnax/CartPole-v1"  # no TimeLimit
+
+    # what the trainer would not apply is named, with what does it instead
+    for env, named in [
+        (gymnasium.wrappers.NormalizeObservation(gymnasium.make("JaxCartPole-v0")), "NormalizeObservation"),
+        (gymnasium.make("JaxCartPole-v0", max_episode_steps=100), r"TimeLimit\(100\) \(config.episode_length\)"),
+        (gymnasium.make("JaxCartPole-v0", action_repeat=2), r"action_repeat=2 \(config.action_repeat\)"),
+    ]:
+        with pytest.raises(ValueError, match=rf"^env: train steps the gymjax env inside .* would ignore {named}"):
+            PPOTrainer(config, env)
+    with pytest.raises(TypeError, match=r"^env: train batches the env itself \(config.num_envs\)"):
+        train(config, gymnasium.make_vec("JaxCartPole-v0", 8), progress_bar=False)
+    with pytest.raises(TypeError, match=r"^env must be a gymjax Env, a registered id or gymnasium.make's env"):
+        train(config, gymnasium.make("CartPole-v1"), progress_bar=False)
+    with pytest.raises(TypeError, match=r"^eval_env must be a gymjax Env"):
+        PPOTrainer(config, "JaxCartPole-v0", eval_env=object())

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo.config import PPOConfig
@@ -44,8 +45,9 @@ def load_policy(path: str | os.PathLike, deterministic: bool = True) -> Callable
     skipped with a warning, one deleted meanwhile by a training run's
     ``max_to_keep`` silently) or one step's directory. Needs neither the env nor
     the trainer: the networks are rebuilt from the checkpoint's config and
-    action space. ``obs`` may be one observation or a batch; a stochastic
-    policy (``deterministic=False``) needs ``key``.
+    action space. ``obs`` may be one observation, ``[obs_size]``, or a batch,
+    ``[..., obs_size]``; another shape is a ``ValueError`` naming the one it takes.
+    A stochastic policy (``deterministic=False``) needs ``key``.
     """
     return load_policy_and_meta(path, deterministic)[0]
 
@@ -64,5 +66,15 @@ def load_policy_and_meta(
 
     checkpoint = ckpt.restore(path, with_state=False, targets=targets)
     policy = networks.make_policy(checkpoint.policy, deterministic=deterministic)
-    meta = {**checkpoint.meta, "step": checkpoint.step}
-    return jax.jit(lambda obs, key=None: policy(obs, key)[0]), meta
+    act = jax.jit(lambda obs, key: policy(obs, key)[0])
+    obs_size = networks.obs_size
+
+    def checked(obs, key=None):
+        # Checked here, in Python: inside the jitted call another size fails as a broadcasting error.
+        shape = np.shape(obs)
+        if not shape or shape[-1] != obs_size:
+            raise ValueError(f"the policy takes observations of shape ({obs_size},), or a batch of them "
+                             f"(N, {obs_size}) (any leading dims), got {shape}")
+        return act(obs, key)
+
+    return checked, {**checkpoint.meta, "step": checkpoint.step}

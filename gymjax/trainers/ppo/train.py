@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +41,7 @@ from gymjax.trainers.ppo.networks import (
     PPONetworks,
     PPOParams,
     describe_action_space,
+    make_distribution,
     make_networks,
 )
 from gymjax.trainers.ppo.normalization import RewardNormalizer, normalize_rewards
@@ -47,6 +49,7 @@ from gymjax.trainers.ppo.normalization import update as update_stats
 from gymjax.trainers.ppo.saved import SavedMeta, SavedState
 from gymjax.trainers.ppo.sharding import AXIS, DeviceMesh, TrainingState, pmean_tree, read_replicated
 from gymjax.trainers.stopping import TrainingStopped, stop_on_signals
+from gymjax.wrappers.gymnasium import GymnasiumEnv
 from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
 
 ProgressFn = Callable[[int, Metrics], None]
@@ -76,6 +79,73 @@ class Run:
         return Progress(self.epoch, self.env_steps, num_epochs)
 
 
+def as_env(env: Any, name: str = "env") -> Env:
+    """The gymjax env ``env`` names: itself, a registered id's, or the one inside ``gymnasium.make``'s
+    env of a gymjax id. A Gymnasium wrapper the trainer would not apply (``NormalizeObservation``, a
+    ``TimeLimit`` at another horizon) or session options (``action_repeat=...``) are refused in one
+    line naming the config field or argument that does it; anything else is a ``TypeError``."""
+    if isinstance(env, Env):
+        return env
+    if isinstance(env, str):
+        return envs.make(env)
+    if isinstance(env, gymnasium.vector.VectorEnv):
+        raise TypeError(f"{name}: train batches the env itself (config.num_envs); pass the id or one env, not "
+                        f"the vector env {env!r}")
+    if not isinstance(env, gymnasium.Env) or not isinstance(env.unwrapped, GymnasiumEnv):
+        raise TypeError(f"{name} must be a gymjax Env, a registered id or gymnasium.make's env of a gymjax id, "
+                        f"got {env!r}")
+    inner, session = env.unwrapped.session.base, env.unwrapped.session.options
+    ignored = []
+    for wrapper in _wrappers(env):
+        if isinstance(wrapper, gymnasium.wrappers.TimeLimit):
+            if wrapper._max_episode_steps != inner.max_episode_steps:
+                ignored.append(f"TimeLimit({wrapper._max_episode_steps}) (config.episode_length)")
+        elif not isinstance(wrapper, _MAKES_WRAPPERS):
+            ignored.append(type(wrapper).__name__)
+    for option, instead in _SESSION_OPTIONS.items():
+        if getattr(session, option) != getattr(GymnasiumEnv.DEFAULTS, option):
+            ignored.append(f"{option}={getattr(session, option)!r} ({instead})")
+    if ignored:
+        raise ValueError(f"{name}: train steps the gymjax env inside {env!r}, not Gymnasium's API, so it would ignore "
+                         f"{', '.join(ignored)}; pass gymnasium.make(id) or the id, and say those in the config")
+    return inner
+
+
+# What gymnasium.make wraps every env in; the trainer checks the same (actions, call order) itself.
+_MAKES_WRAPPERS = (gymnasium.wrappers.OrderEnforcing, gymnasium.wrappers.PassiveEnvChecker)
+# A session's options that change what the env does, and what the trainer takes instead.
+_SESSION_OPTIONS = {"max_episode_steps": "config.episode_length", "action_repeat": "config.action_repeat",
+                    "randomization_fn": "train's randomization_fn"}
+
+
+def _wrappers(env: gymnasium.Env) -> list[gymnasium.Wrapper]:
+    found = []
+    while isinstance(env, gymnasium.Wrapper):
+        found.append(env)
+        env = env.env
+    return found
+
+
+def check(config: PPOConfig, env: Env) -> None:
+    """Refuses, in one ``ValueError`` line and before anything is built, a config PPO cannot train
+    ``env`` with on these devices: observations that are not flat, an action space it has no policy
+    for (a ``TypeError``), no time limit, a batch that does not split over the devices or fit their
+    memory, reference episodes without a reference env.
+    :class:`PPOTrainer` checks this first; a run directory checks it before writing anything."""
+    if config.reference_episodes:
+        reference.reference_id(env.env_id)  # refused now, not at the first evaluation
+    obs_shape = env.observation_space.shape
+    if len(obs_shape) != 1:
+        raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
+    make_distribution(env.action_space, config.policy_distribution)  # TypeError: a space it has none for
+    config.agent_episode_length(env)
+    num_devices = len(jax.devices())
+    config.check_batch_split(num_devices)
+    action_shape = getattr(env.action_space, "shape", None) or (1,)
+    local_envs = config.num_envs // num_devices * len(jax.local_devices())
+    memory.check_fits(config, env, obs_shape[0], int(np.prod(action_shape)), local_envs)
+
+
 class PPOTrainer:
     """Builds the networks, optimizer and compiled functions for one config and env."""
 
@@ -87,13 +157,11 @@ class PPOTrainer:
         randomization_fn: RandomizationFn | None = None,
     ):
         self.config = config
-        self.env = envs.make(env) if isinstance(env, str) else env
+        self.env = as_env(env)
         self.env_id = self.env.env_id  # None for an env not built by gymjax.envs.make
-        if config.reference_episodes:
-            reference.reference_id(self.env_id)  # refused now, not at the first evaluation
-        eval_env = envs.make(eval_env) if isinstance(eval_env, str) else eval_env
+        check(config, self.env)
+        eval_env = None if eval_env is None else as_env(eval_env, "eval_env")
         self.mesh = DeviceMesh(jax.devices())
-        config.check_batch_split(self.mesh.size)
         self.envs_per_device = config.num_envs // self.mesh.size
 
         self.agent_episode_length = config.agent_episode_length(self.env)
@@ -112,13 +180,7 @@ class PPOTrainer:
             action_repeat=config.action_repeat,
         )
 
-        obs_shape = self.env.observation_space.shape
-        if len(obs_shape) != 1:
-            raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
-        self.networks: PPONetworks = make_networks(obs_shape[0], self.env.action_space, config)
-        action_shape = getattr(self.env.action_space, "shape", None) or (1,)
-        local_envs = self.envs_per_device * len(jax.local_devices())
-        memory.check_fits(config, self.env, obs_shape[0], int(np.prod(action_shape)), local_envs)
+        self.networks: PPONetworks = make_networks(self.env.observation_space.shape[0], self.env.action_space, config)
         self.optimizer = self._make_optimizer()
         self._epoch = jax.jit(self.mesh.per_device(self._epoch_fn), donate_argnums=0)
         self._evaluate = jax.jit(self._evaluate_fn)
@@ -340,13 +402,14 @@ class PPOTrainer:
             run_id=run_id,
         )
 
-    def check_compatible(self, meta: SavedMeta) -> None:
-        """Refuses a checkpoint this trainer cannot continue (another env, spaces or network shape):
+    def check_compatible(self, meta: SavedMeta, changes: Sequence[str] = ()) -> None:
+        """Refuses a checkpoint this trainer cannot continue (another env, spaces or network shape,
+        or a config field that changes how it trains, unless named in ``changes``):
         :func:`gymjax.trainers.ppo.resume.check_compatible`.
 
         Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
         """
-        resume.check_compatible(meta, self._meta(), self.env_id or type(self.env).__name__)
+        resume.check_compatible(meta, self._meta(), self.env_id or type(self.env).__name__, tuple(changes))
 
     def checkpoint_targets(self, num_devices: int) -> tuple[SavedState, PolicyParams]:
         """The structures a checkpoint of a run on ``num_devices`` devices restores into:
@@ -354,12 +417,13 @@ class PPOTrainer:
         state = jax.eval_shape(lambda: self._fresh(jax.random.PRNGKey(0), num_devices))
         return state, state.policy
 
-    def restore(self, path: str | pathlib.Path) -> Run:
-        """A run continued from the newest intact checkpoint at ``path`` (a checkpoint root or one step)."""
+    def restore(self, path: str | pathlib.Path, changes: Sequence[str] = ()) -> Run:
+        """A run continued from the newest intact checkpoint at ``path`` (a checkpoint root or one step);
+        ``changes``: the config fields that may differ from the checkpoint's (:meth:`check_compatible`)."""
 
         def targets(meta: dict[str, Any]) -> tuple[SavedState, PolicyParams]:
             saved = SavedMeta.from_json(meta)
-            self.check_compatible(saved)  # before reading the state: a clear error, not a shape mismatch
+            self.check_compatible(saved, changes)  # before reading the state: a clear error, not a shape mismatch
             return self.checkpoint_targets(saved.num_devices)
 
         checkpoint = ckpt.restore(path, targets=targets)
@@ -394,6 +458,7 @@ def train(
     policy_params_fn: PolicyParamsFn | None = None,
     checkpoint_dir: str | pathlib.Path | None = None,
     restore_checkpoint_path: str | pathlib.Path | None = None,
+    resume_changes: Sequence[str] = (),
     progress_bar: bool = True,
     progress_metrics: Sequence[str] | None = None,
 ) -> tuple[Callable[..., Any], PolicyParams, Metrics]:
@@ -407,11 +472,22 @@ def train(
     raises :class:`~gymjax.trainers.hooks.StopTraining` ends training the same way
     but returns normally: the run is complete. Hooks' states
     (``state_dict``/``load_state_dict``) are saved with every checkpoint and
-    handed back on resume, before ``before_training``.
+    handed back on resume, before ``before_training``; each is taken once before
+    anything is written, so a state that cannot be saved is refused at once, not
+    at the first checkpoint.
+
+    A resumed run continues the checkpoint's run with ``config``: the fields fixed by
+    the saved arrays (``num_envs``, the networks) must be the checkpoint's; those that
+    change how it trains (``learning_rate``, ``seed``, ``gamma``, ...) too, unless named
+    in ``resume_changes``; those that say how long to train and what to report
+    (``num_timesteps``, ``num_evals``, ...) may change. A refusal names the fields
+    (:mod:`gymjax.trainers.ppo.resume`).
 
     Args:
         config: the :class:`PPOConfig`.
-        env: a gymjax env or a registered id (unbatched; the trainer batches it).
+        env: a gymjax env or a registered id (unbatched; the trainer batches it), or
+            ``gymnasium.make``'s env of a gymjax id (the gymjax env inside is trained; wrappers
+            or options the trainer would not apply are refused).
         eval_env: the env to evaluate on; by default a copy of ``env``. With a
             ``randomization_fn``, evaluation runs on nominal physics unless
             ``config.randomize_eval``.
@@ -435,6 +511,8 @@ def train(
         checkpoint_dir: where to save checkpoints (as ``config.save_every_epochs``
             says); None: no saving.
         restore_checkpoint_path: where to resume from, as :meth:`PPOTrainer.restore` reads it.
+        resume_changes: config fields that change how the run trains and that this resume
+            changes on purpose (``["learning_rate"]``); any other such change is refused.
         progress_bar: show a tqdm bar with env steps, steps/s and the latest return.
         progress_metrics: the metrics the bar shows instead (e.g. ``("eval/episode_return",
             "losses/total")``), each its latest value; None: steps/s and the latest return.
@@ -449,17 +527,19 @@ def train(
     started_at = time.time() if started_at is None else started_at
     _check_budget(minutes, deadline, config, restore_checkpoint_path)
     progress_metrics = _check_progress_metrics(progress_metrics)
-    env = envs.make(env) if isinstance(env, str) else env  # one env for the timing trainer and the run's
+    resume_changes = resume.check_changes(resume_changes)
+    env = as_env(env)  # one env for the timing trainer and the run's
     # Built before any timing: it refuses a config the env cannot take at once.
     trainer = PPOTrainer(config, env, eval_env, randomization_fn)
     if not distributed.is_primary():  # process 0 alone reports (see gymjax.trainers.distributed)
         hooks, progress_fn, policy_params_fn, progress_bar = (), None, None, False
     hook = Hooks(hooks)
     checkpointer = None
-    run = trainer.restore(restore_checkpoint_path) if restore_checkpoint_path is not None else None
+    run = trainer.restore(restore_checkpoint_path, resume_changes) if restore_checkpoint_path is not None else None
     if run is not None and distributed.is_primary():
         # Before the Checkpointer sets aside any step: a hook refusing its state changes nothing on disk.
         hook.load_state_dict(run.hook_state, where=f"checkpoint step {run.restored_step}")
+    hook.state_dict()  # a state that cannot be saved is refused now, not after an epoch trained and logged
     try:
         run_id = run.run_id if run else distributed.broadcast_text(ckpt.new_run_id())
         if checkpoint_dir:
