@@ -298,7 +298,9 @@ class MLflowLogger(Tracker):
 
     Offline, a local store works: ``sqlite:///path/mlflow.db`` (what ``gymjax[mlflow]`` installs
     SQLAlchemy for); MLflow's ``file:`` store is in maintenance mode and needs
-    ``MLFLOW_ALLOW_FILE_STORE=true``.
+    ``MLFLOW_ALLOW_FILE_STORE=true``. Which stores are accepted: :func:`check_tracking_uri`; where
+    artifacts go: the module's docstring. An HTTP store is asked once, briefly, whether it answers,
+    when the run starts.
     """
 
     name = "mlflow"

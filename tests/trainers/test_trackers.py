@@ -46,7 +46,11 @@ def offline_wandb(tmp_path, monkeypatch):
         monkeypatch.setenv(name, str(tmp_path / name))
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
-    return tmp_path / "WANDB_DIR" / "wandb"
+    import wandb
+
+    wandb.teardown()  # W&B reads its environment once a process: this test's, not an earlier test's
+    yield tmp_path / "WANDB_DIR" / "wandb"
+    wandb.teardown()
 
 
 # -- MLflow ---------------------------------------------------------------------------------
