@@ -146,9 +146,12 @@ def _trackers(args: argparse.Namespace) -> list[str]:
 
 
 def _tracker_options(args: argparse.Namespace) -> trackers.TrackerOptions:
+    if args.new_tracker_run and not args.resume:
+        raise SystemExit("--new-tracker-run goes with --resume (a fresh run's tracker runs are new anyway)")
     return trackers.TrackerOptions(
         project=args.tracker_project, run_name=args.tracker_run_name, tags=tuple(args.tracker_tags),
         mlflow_tracking_uri=args.mlflow_tracking_uri, wandb_mode=args.wandb_mode,
+        new_runs=tuple(args.new_tracker_run),
     )
 
 
@@ -382,14 +385,34 @@ def _add_logger_flags(p: argparse.ArgumentParser) -> None:
     group.add_argument("--tracker-project", metavar="NAME",
                        help=f"MLflow experiment / W&B project (default: {trackers.DEFAULT_PROJECT})")
     group.add_argument("--tracker-run-name", metavar="NAME", help="the tracker run's name (default: DIR's name)")
-    group.add_argument("--tracker-tags", nargs="+", default=[], metavar="TAG",
-                       help="tags; for MLflow KEY=VALUE sets a tag's value")
-    group.add_argument("--mlflow-tracking-uri", metavar="URI",
-                       help="MLflow's store, e.g. sqlite:///mlflow.db or http://host:5000 (default: "
-                            "MLFLOW_TRACKING_URI, else MLflow's sqlite:///mlflow.db here); a resume must name "
-                            "the store run.json records")
+    group.add_argument("--tracker-tags", nargs="+", action=_Tags, default=(), metavar="TAG",
+                       help="KEY=VALUE or plain tags, each key once; for MLflow a plain tag gets an empty value")
+    group.add_argument("--mlflow-tracking-uri", type=_tracking_uri, metavar="URI",
+                       help=f"MLflow's store: {trackers.TRACKING_URIS} (default: MLFLOW_TRACKING_URI, else "
+                            "MLflow's sqlite:///mlflow.db here; a sqlite store keeps artifacts in <store>-artifacts/ "
+                            "beside it); a resume must name the store run.json records")
+    group.add_argument("--new-tracker-run", nargs="+", action="extend", choices=trackers.NAMES, default=[],
+                       metavar="NAME", help="with --resume: log to new runs of these trackers (mlflow, wandb) "
+                                            "instead of the ones run.json records, and record them")
     group.add_argument("--wandb-mode", choices=trackers.WANDB_MODES,
                        help="W&B online or offline, for `wandb sync` later (default: WANDB_MODE, else W&B's)")
+
+
+class _Tags(argparse.Action):
+    """--tracker-tags, repeatable, refused at parsing when a key is empty or given twice."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            setattr(namespace, self.dest, trackers.check_tags([*getattr(namespace, self.dest), *values]))
+        except ValueError as e:
+            parser.error(f"argument {option_string}: {e}")
+
+
+def _tracking_uri(text: str) -> str:
+    try:
+        return trackers.check_tracking_uri(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

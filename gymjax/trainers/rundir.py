@@ -12,10 +12,10 @@
 
 ``run.json``'s ``trackers`` names the MLflow / W&B runs the run logs to (``loggers=["mlflow"]``,
 ``gymjax train --logger mlflow``), by id, so that a resume continues the same tracker run:
-``{"mlflow": {"run_id", "tracking_uri", "experiment", "claim"}, "wandb": {"run_id", "project", "mode"}}``.
-A recorded MLflow tracking URI is never used to connect: it must equal the one the user gives. The
-MLflow run is tied to the directory by ``claim``, which every start renews: a copy of the directory,
-or a run.json taken from another run, cannot continue an MLflow run that another directory has
+``{"mlflow": {"run_id", "tracking_uri", "experiment", "claim"}, "wandb": {"run_id", "project", "mode", "claim"}}``.
+A recorded MLflow tracking URI is never used to connect: it must equal the one the user gives. Each
+tracker run is tied to the directory by ``claim``, which every start renews: a copy of the directory,
+or a run.json taken from another run, cannot continue a tracker run that another directory has
 continued since (:mod:`gymjax.trainers.trackers` says why and what to do instead).
 
 What it guarantees, for directories people share (downloaded results, a colleague's runs, a
@@ -318,7 +318,8 @@ def plan_fresh(
     env = make_env(record.env, record.env_kwargs)
     _check_trainable(record, env)
     return Plan(directory, record, env, None, resumed=False, video=record.video, tensorboard=record.tensorboard,
-                tracker_names=_required(loggers), tracker_options=tracker_options, notes=(replaced,) if replaced else ())
+                tracker_names=_required(loggers, tracker_options), tracker_options=tracker_options,
+                notes=(replaced,) if replaced else ())
 
 
 def _check_trainable(record: RunRecord, env: Env) -> None:
@@ -330,12 +331,15 @@ def _check_trainable(record: RunRecord, env: Env) -> None:
         raise RunDirectoryError(f"cannot train {record.env}: {e}") from None
 
 
-def _required(names: Sequence[str]) -> tuple[str, ...]:
-    """The trackers named, each once, refused in one line before anything is written when not installed."""
+def _required(
+    names: Sequence[str], options: trackers.TrackerOptions, recorded: dict[str, dict[str, str]] | None = None,
+) -> tuple[str, ...]:
+    """The trackers named, each once, refused in one line before anything is written when they cannot
+    start as ``options`` say (:func:`gymjax.trainers.trackers.check`)."""
     names = tuple(dict.fromkeys(names))
     for name in names:
         try:
-            trackers.require(name)
+            trackers.check(name, options, (recorded or {}).get(name))
         except trackers.TrackerError as e:
             raise RunDirectoryError(str(e)) from None
     return names
@@ -361,7 +365,8 @@ def plan_resume(
     env = directory.recorded_env(record)
     _check_trainable(record, env)
     return Plan(directory, record, env, restore, True, record.video and video, record.tensorboard or tensorboard,
-                _required([*record.trackers, *loggers]), tracker_options, tuple(notes))
+                _required([*record.trackers, *loggers, *tracker_options.new_runs], tracker_options, record.trackers),
+                tracker_options, tuple(notes))
 
 
 def _saved_env_steps(checkpoints: pathlib.Path) -> int:

@@ -14,22 +14,33 @@ already has are not sent again. That last step, not the checkpoint's, is the rig
 epochs between the two were logged before the kill, with the same training and evaluation values
 (only wall-time metrics of those epochs keep the first run's values).
 
-A run directory's MLflow run is tied to that directory (:func:`make`): every start of the directory
-takes a new random *claim*, which run.json's ``trackers.mlflow.claim`` and the MLflow run's tag
-``gymjax.claim`` both hold. A resume whose run.json does not hold the run's current claim is refused
-in one line, before anything is logged: its directory is a copy (``cp -r``) of one that has continued
-that MLflow run since, or its run.json was taken from another run. Continuing would mix two runs'
-points in one MLflow run, and the other run's own next points would never be logged (the tracker
-already holds their steps). The first copy to continue keeps the MLflow run, as a branch of a git
-repository keeps its name; the refusal says how the other starts a new MLflow run. A claim names no
-path, so a moved or remounted run directory continues its run. A run.json written before claims
-continues its run unchecked unless that run has been claimed since.
+A run directory's tracker runs are tied to that directory (:func:`make`): every start of the
+directory takes a new random *claim*, which run.json's ``trackers.<name>.claim`` and the tracker run
+both hold (MLflow: its tag ``gymjax.claim``; W&B: its config key ``gymjax.claim``). A resume whose
+run.json does not hold the run's current claim is refused in one line, before anything is logged:
+its directory is a copy (``cp -r``) of one that has continued that tracker run since, or its
+run.json was taken from another run. Continuing would mix two runs' points in one tracker run, and
+the other run's own next points would never be logged (the tracker already holds their steps). The
+first copy to continue keeps the tracker run, as a branch of a git repository keeps its name; the
+other starts new ones with ``TrackerOptions(new_runs=...)`` (``gymjax train --resume
+--new-tracker-run mlflow wandb``), which run.json then records. A claim names no path, so a moved or
+remounted run directory continues its run. A run.json written before claims continues its run
+unchecked unless that run has been claimed since. An offline W&B run's claim is read from its
+offline segments under ``WANDB_DIR``: copies that log offline into different ``WANDB_DIR`` are
+seen by no one until ``wandb sync`` merges them.
+
+Where MLflow keeps artifacts is the store's choice, except for a ``sqlite:///`` store, whose
+default (``./mlruns`` of whichever directory the process runs in) would scatter a run's files: an
+experiment gymjax creates there keeps them beside the store, in ``<store file>-artifacts/<experiment>/``
+(an experiment that exists already keeps its own location). A file store keeps them inside itself,
+an MLflow server where it is configured to.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import glob
+import json
 import os
 import pathlib
 import re
@@ -37,6 +48,7 @@ import shutil
 import struct
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
@@ -45,10 +57,15 @@ from gymjax.trainers.hooks import Hook, Metrics, Progress
 from gymjax.trainers.stopping import TrainingStopped
 
 NAMES = ("mlflow", "wandb")
-CLAIM_TAG = "gymjax.claim"  # the claim of the run directory that continues this MLflow run
+TITLES = {"mlflow": "MLflow", "wandb": "W&B"}
+CLAIM_TAG = "gymjax.claim"  # the claim of the run directory that continues this tracker run
 CLAIM_BEFORE_TAG = "gymjax.claim_before"  # the one it replaces, until run.json holds the new one
 DEFAULT_PROJECT = "gymjax"
 WANDB_MODES = ("online", "offline")
+TRACKING_URIS = "sqlite:///PATH, http(s)://HOST[:PORT], databricks[://PROFILE] or file:///DIR"
+DATABASES = ("postgresql", "mysql", "mssql")  # MLflow's other stores: database servers
+PROBE_TIMEOUT_S = 5.0  # an HTTP store silent this long is down (MLflow would retry it for minutes)
+SAFE_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # an experiment name usable as a folder name
 
 
 class TrackerError(RuntimeError):
@@ -60,12 +77,16 @@ class TrackerOptions:
     """How a run directory's trackers are started (a resumed tracker run keeps its own).
 
     Attributes:
-        project: the MLflow experiment / W&B project (default: ``gymjax``).
+        project: the MLflow experiment / W&B project (default: a resumed run's, else ``gymjax``).
         run_name: the tracker run's name (default: the run directory's name).
-        tags: tags; for MLflow ``key=value`` sets a tag's value (a plain tag gets an empty one).
-        mlflow_tracking_uri: MLflow's store (default: ``MLFLOW_TRACKING_URI``, else MLflow's own).
+        tags: ``KEY=VALUE`` or plain tags (:func:`check_tags`); for MLflow a plain tag gets an empty value.
+        mlflow_tracking_uri: MLflow's store (default: ``MLFLOW_TRACKING_URI``, else MLflow's own), one
+            of :data:`TRACKING_URIS` (:func:`check_tracking_uri`).
         wandb_mode: ``online`` or ``offline`` (default: a resumed run's recorded mode, else ``WANDB_MODE``,
             else W&B's own); given, it switches a resumed run (``online`` to send it from now on).
+        new_runs: trackers whose recorded runs a resume does not continue: it starts new ones (in the
+            recorded experiment / project and W&B mode unless told otherwise) and run.json records
+            them. A tracker the run did not log to is added.
     """
 
     project: str | None = None
@@ -73,10 +94,58 @@ class TrackerOptions:
     tags: tuple[str, ...] = ()
     mlflow_tracking_uri: str | None = None
     wandb_mode: str | None = None
+    new_runs: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.wandb_mode not in (None, *WANDB_MODES):
             raise ValueError(f"wandb_mode must be one of {WANDB_MODES} or None, got {self.wandb_mode!r}")
+        if not set(self.new_runs) <= set(NAMES):
+            raise ValueError(f"new_runs must name trackers of {NAMES}, got {self.new_runs!r}")
+        check_tags(self.tags)
+        if self.mlflow_tracking_uri is not None:
+            check_tracking_uri(self.mlflow_tracking_uri)
+
+
+def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    """``tags`` as a tuple; ValueError for a tag with an empty key (``=x``) or a key given twice
+    (MLflow would keep one of its values, silently). A tag without ``=`` is a plain tag, W&B's kind."""
+    keys = [tag.partition("=")[0] for tag in tags]
+    for tag, key in zip(tags, keys):
+        if not key.strip():
+            raise ValueError(f"tracker tag {tag!r} has an empty key; expected KEY=VALUE or a plain TAG")
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"tracker tags give the key {', '.join(map(repr, repeated))} more than once; give each once")
+    return tuple(tags)
+
+
+def check_tracking_uri(uri: str) -> str:
+    """``uri`` when it names an MLflow store gymjax logs to; ValueError names what is accepted.
+
+    A database server's URI (``postgresql://``...) is refused: a client of one writes the artifacts
+    to its own disk, where no one else finds them; an MLflow server in front of it keeps both.
+    Whether the store answers is checked when the tracker starts (:meth:`MLflowLogger.start`).
+    """
+    parts = urllib.parse.urlsplit(uri) if isinstance(uri, str) else None
+    scheme = parts.scheme if parts else None
+    if scheme == "sqlite":
+        ok = uri.startswith("sqlite:///") and _sqlite_path(uri) not in ("", ":memory:")
+    elif scheme in ("http", "https"):
+        ok = bool(parts.hostname)
+    elif scheme == "file":
+        ok = bool(parts.path)
+    else:
+        ok = uri == "databricks" or scheme == "databricks"
+    if not ok:
+        server = "; put an MLflow server (mlflow server --backend-store-uri ...) in front of a database" * (
+            scheme in DATABASES)
+        raise ValueError(f"MLflow tracking URI {uri!r}: expected {TRACKING_URIS}{server}")
+    return uri
+
+
+def _sqlite_path(uri: str) -> str:
+    """The database file of a ``sqlite:///`` URI (relative to the working directory unless absolute)."""
+    return urllib.parse.unquote(uri[len("sqlite:///"):].partition("?")[0])
 
 
 def _import(module: str, cls: str):
@@ -117,12 +186,19 @@ class Tracker(Hook):
         run_name: str | None = None,
         tags: Sequence[str] = (),
         run_id: str | None = None,
+        claim: str | None = None,
+        held_claim: str | None = None,
     ):
+        """``claim``: a run directory's new claim (see the module's docstring), written to the run;
+        ``held_claim``: the one its run.json holds, which a continued run's must equal (None: a
+        run.json from before claims, which continues a run never claimed)."""
         self.params = dict(params or {})
         self.project = project or DEFAULT_PROJECT
         self.run_name = run_name
         self.tags = tuple(tags)
         self.run_id = run_id
+        self.claim, self.held_claim = claim, held_claim
+        self.claim_before = False  # whether the run holds CLAIM_BEFORE_TAG, for before_training to drop
         self.last_step: int | None = None  # steps up to this one are in the tracker already
         self.started = self.closed = False
 
@@ -138,11 +214,38 @@ class Tracker(Hook):
         self._log_params()
 
     def record(self) -> dict[str, str]:
-        """What run.json keeps to continue this tracker run: its id and where it lives."""
-        raise NotImplementedError
+        """What run.json keeps to continue this tracker run: its id, where it lives and its claim."""
+        return {**self._where(), **({"claim": self.claim} if self.claim else {})}
 
     def before_training(self, progress: Progress, resumed: bool) -> None:
         self.start()
+        if self.claim_before:
+            # run.json holds the new claim by now (it is written before training): the old one no longer
+            # continues this run. Until here, a kill leaves a run.json with the old one, which may.
+            self._drop_claim_before()
+            self.claim_before = False
+
+    def _check_claim(self, current: str | None, before: str | None) -> None:
+        """Refuses a run another run directory has continued since (see the module's docstring); the
+        run's ``current`` claim and the one ``before`` it, None where it holds none."""
+        if not self.claim:
+            return  # not a run directory's tracker: the caller chose the run by its id
+        held = {current, before} - {None, ""}
+        if self.held_claim in held or (self.held_claim is None and not held):
+            return
+        title = TITLES[self.name]
+        raise TrackerError(
+            f"{title} run {self.run_id} is continued by another run directory (its {CLAIM_TAG} is {current}, "
+            f"run.json's trackers.{self.name}.claim {self.held_claim}): this one is a copy or holds another run's "
+            f"run.json, and would mix their points; to log it to a new {title} run, resume with "
+            f"--new-tracker-run {self.name}"
+        )
+
+    def _take_claim(self) -> None:
+        """Writes this start's claim to a continued run, keeping the held one valid until run.json has the new."""
+        if self.claim:
+            self.claim_before = self.held_claim is not None
+            self._write_claim(self.held_claim if self.claim_before else None)
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         if self.last_step is not None and progress.env_steps <= self.last_step:
@@ -160,6 +263,9 @@ class Tracker(Hook):
             self._finish(_exit_status())
 
     # the tracker's side
+    def _where(self) -> dict[str, str]:
+        raise NotImplementedError
+
     def _open(self) -> None:
         raise NotImplementedError
 
@@ -175,6 +281,13 @@ class Tracker(Hook):
     def _finish(self, status: str) -> None:
         raise NotImplementedError
 
+    def _write_claim(self, before: str | None) -> None:
+        """Writes ``self.claim`` and, if not None, ``before`` (CLAIM_BEFORE_TAG) to the run."""
+        raise NotImplementedError
+
+    def _drop_claim_before(self) -> None:
+        raise NotImplementedError
+
 
 # -- MLflow ---------------------------------------------------------------------------------
 
@@ -185,56 +298,43 @@ class MLflowLogger(Tracker):
 
     Offline, a local store works: ``sqlite:///path/mlflow.db`` (what ``gymjax[mlflow]`` installs
     SQLAlchemy for); MLflow's ``file:`` store is in maintenance mode and needs
-    ``MLFLOW_ALLOW_FILE_STORE=true``.
+    ``MLFLOW_ALLOW_FILE_STORE=true``. Which stores are accepted: :func:`check_tracking_uri`; where
+    artifacts go: the module's docstring. An HTTP store is asked once, briefly, whether it answers,
+    when the run starts.
     """
 
     name = "mlflow"
     STATUS: ClassVar[dict[str, str]] = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
 
-    def __init__(
-        self, params: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None,
-        claim: str | None = None, held_claim: str | None = None, **kwargs: Any,
-    ):
-        """``claim``: a run directory's new claim (see the module's docstring), tagged on the run;
-        ``held_claim``: the one its run.json holds, which a continued run's tag must equal (None: a
-        run.json from before claims, which continues a run never claimed)."""
+    def __init__(self, params: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None, **kwargs: Any):
         super().__init__(params, **kwargs)
         self.mlflow = _import("mlflow", type(self).__name__)
         from mlflow.tracking import MlflowClient
 
         self.tracking_uri = tracking_uri or self.mlflow.get_tracking_uri()
+        try:
+            check_tracking_uri(self.tracking_uri)
+        except ValueError as e:
+            raise TrackerError(str(e)) from None
         self.client = MlflowClient(tracking_uri=self.tracking_uri)
-        self.claim, self.held_claim = claim, held_claim
-        self.claim_before = False  # whether the run's tag CLAIM_BEFORE_TAG is this start's to delete
 
-    def record(self) -> dict[str, str]:
-        claim = {"claim": self.claim} if self.claim else {}
-        return {"run_id": self.run_id, "tracking_uri": self.tracking_uri, "experiment": self.project, **claim}
-
-    def before_training(self, progress: Progress, resumed: bool) -> None:
-        super().before_training(progress, resumed)
-        if self.claim_before:
-            # run.json holds the new claim by now (it is written before training): the old one no longer
-            # continues this run. Until here, a kill leaves a run.json with the old one, which may.
-            self.client.delete_tag(self.run_id, CLAIM_BEFORE_TAG)
-            self.claim_before = False
+    def _where(self) -> dict[str, str]:
+        return {"run_id": self.run_id, "tracking_uri": self.tracking_uri, "experiment": self.project}
 
     def _open(self) -> None:
+        if urllib.parse.urlsplit(self.tracking_uri).scheme in ("http", "https"):
+            _probe(self.tracking_uri)
         try:
             if self.run_id is not None:
                 run = self.client.get_run(self.run_id)
-                self._check_claim(run.data.tags)
+                self._check_claim(run.data.tags.get(CLAIM_TAG), run.data.tags.get(CLAIM_BEFORE_TAG))
                 self.project = self.client.get_experiment(run.info.experiment_id).name
                 self.client.update_run(self.run_id, status="RUNNING")
-                if self.claim:
-                    # The old claim stays valid until run.json holds the new one (before_training).
-                    self.claim_before = self.held_claim is not None
-                    if self.claim_before:
-                        self.client.set_tag(self.run_id, CLAIM_BEFORE_TAG, self.held_claim)
-                    self.client.set_tag(self.run_id, CLAIM_TAG, self.claim)
+                self._take_claim()
                 return
             experiment = self.client.get_experiment_by_name(self.project)
-            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(self.project)
+            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
+                self.project, artifact_location=self._artifact_location())
             tags = dict(tag.partition("=")[::2] for tag in self.tags)
             if self.claim:
                 tags[CLAIM_TAG] = self.claim
@@ -244,19 +344,22 @@ class MLflowLogger(Tracker):
             raise TrackerError(f"MLflow at {self.tracking_uri}: cannot open {what}: {e.message}") from None
         self.run_id = run.info.run_id
 
-    def _check_claim(self, tags: dict[str, str]) -> None:
-        """Refuses a run another run directory has continued since (see the module's docstring)."""
-        if not self.claim:
-            return  # not a run directory's tracker: the caller chose the run by its id
-        held = {tags.get(CLAIM_TAG), tags.get(CLAIM_BEFORE_TAG)} - {None}
-        if self.held_claim in held or (self.held_claim is None and not held):
-            return
-        raise TrackerError(
-            f"MLflow run {self.run_id} is continued by another run directory (its tag {CLAIM_TAG} is "
-            f"{tags.get(CLAIM_TAG)}, run.json's trackers.mlflow.claim {self.held_claim}): this one is a "
-            f"copy or holds another run's run.json, and would mix their points; to log it to a new MLflow "
-            f"run, delete \"mlflow\" from run.json's \"trackers\" and resume with --logger mlflow"
-        )
+    def _artifact_location(self) -> str | None:
+        """Where a new experiment keeps its runs' files: beside a sqlite store (see the module's
+        docstring); None, the store's own choice, elsewhere."""
+        if not self.tracking_uri.startswith("sqlite:"):
+            return None
+        store = pathlib.Path(_sqlite_path(self.tracking_uri)).resolve()
+        folder = self.project if SAFE_FOLDER.fullmatch(self.project) else uuid.uuid4().hex
+        return (store.with_name(f"{store.name}-artifacts") / folder).as_uri()
+
+    def _write_claim(self, before: str | None) -> None:
+        if before is not None:
+            self.client.set_tag(self.run_id, CLAIM_BEFORE_TAG, before)
+        self.client.set_tag(self.run_id, CLAIM_TAG, self.claim)
+
+    def _drop_claim_before(self) -> None:
+        self.client.delete_tag(self.run_id, CLAIM_BEFORE_TAG)
 
     def _last_step(self) -> int | None:
         keys = self.client.get_run(self.run_id).data.metrics
@@ -289,6 +392,28 @@ class MLflowLogger(Tracker):
         self.client.set_terminated(self.run_id, self.STATUS[status])
 
 
+def _probe(uri: str) -> None:
+    """Refuses an HTTP store that does not answer within PROBE_TIMEOUT_S: MLflow's client retries
+    one for minutes, silently (its MLFLOW_HTTP_REQUEST_* settings are the user's, not gymjax's)."""
+    import http.client
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S).close()
+    except urllib.error.HTTPError:
+        return  # it answers; a 401 or 404 (a proxy, a path prefix) is MLflow's to report
+    except (OSError, http.client.HTTPException) as e:
+        reason = getattr(e, "reason", None) or e
+        if isinstance(reason, ssl.SSLError):
+            return  # it answers; certificates are MLflow's settings (MLFLOW_TRACKING_SERVER_CERT_PATH)
+        raise TrackerError(
+            f"MLflow at {uri} does not answer ({reason}) within {PROBE_TIMEOUT_S:g} s; start its server or pass "
+            f"another --mlflow-tracking-uri"
+        ) from None
+
+
 # -- Weights & Biases ---------------------------------------------------------------------------
 
 
@@ -310,10 +435,13 @@ class WandbLogger(Tracker):
         self.mode = mode
         self.run = None
 
-    def record(self) -> dict[str, str]:
+    def _where(self) -> dict[str, str]:
         return {"run_id": self.run_id, "project": self.project, "mode": self.run.settings.mode}
 
     def _open(self) -> None:
+        config = self._held_config() if self.run_id is not None and self.claim else None  # before wandb.init resumes it
+        if config is not None:
+            self._check_claim(config.get(CLAIM_TAG), config.get(CLAIM_BEFORE_TAG))
         try:
             self.run = self.wandb.init(
                 project=self.project, name=self.run_name, tags=list(self.tags) or None, config=self.params,
@@ -322,6 +450,33 @@ class WandbLogger(Tracker):
         except (self.wandb.Error, ValueError) as e:
             raise TrackerError(f"W&B: cannot open a run in project {self.project!r}: {e}") from None
         self.run_id = self.run.id
+        self._take_claim()
+
+    def _held_config(self) -> dict[str, Any] | None:
+        """Run ``run_id``'s config as W&B holds it: from the server, or offline from the run's
+        earlier offline segments (the ones under this process's ``WANDB_DIR``); None when disabled."""
+        settings = self.wandb.setup().settings
+        mode = self.mode or settings.mode
+        if mode == "disabled":
+            return None  # nothing is logged anywhere
+        if mode not in ("offline", "dryrun"):
+            try:
+                return dict(self.wandb.Api().run(f"{self.project}/{self.run_id}").config)
+            except (self.wandb.Error, ValueError) as e:
+                raise TrackerError(f"W&B: cannot read run {self.run_id} of project {self.project!r}: {e}") from None
+        config: dict[str, Any] = {}
+        for path in offline_segments(settings.wandb_dir, self.run_id):
+            for record in wandb_records(path):
+                kind = record.WhichOneof("record_type")
+                items = record.run.config.update if kind == "run" else record.config.update if kind == "config" else ()
+                config.update((item.key, json.loads(item.value_json)) for item in items)
+        return config
+
+    def _write_claim(self, before: str | None) -> None:
+        self.run.config.update({CLAIM_TAG: self.claim, CLAIM_BEFORE_TAG: before}, allow_val_change=True)
+
+    def _drop_claim_before(self) -> None:
+        self.run.config.update({CLAIM_BEFORE_TAG: None}, allow_val_change=True)
 
     def _last_step(self) -> int | None:
         if self.run.settings._offline:  # W&B cannot say offline: read this run's earlier offline segments
@@ -397,8 +552,6 @@ def wandb_records(path: str | os.PathLike) -> Iterator[Any]:
 
 def wandb_history(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(step, {metric: value})`` of each history row in a ``.wandb`` file."""
-    import json
-
     for record in wandb_records(path):
         if record.WhichOneof("record_type") == "history":
             items = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
@@ -411,7 +564,8 @@ MLFLOW_ID = re.compile(r"[0-9a-f]{32}")
 CLAIM = re.compile(r"[0-9a-f]{32}")
 WANDB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # also a path component of W&B's offline segments
 FIELDS = {"mlflow": ("run_id", "tracking_uri", "experiment"), "wandb": ("run_id", "project", "mode")}
-OPTIONAL_FIELDS = {"mlflow": ("claim",), "wandb": ()}  # absent from a run.json written before claims
+OPTIONAL_FIELDS = {"mlflow": ("claim",), "wandb": ("claim",)}  # absent from a run.json written before claims
+RECORDED_PROJECT = {"mlflow": "experiment", "wandb": "project"}
 
 
 def check_record(trackers: Any) -> None:
@@ -444,23 +598,53 @@ def check_record(trackers: Any) -> None:
             raise ValueError(f"trackers.wandb.mode must be one of {WANDB_MODES}, got {entry['mode']!r}")
 
 
-def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded: dict[str, str] | None) -> Tracker:
-    """The tracker ``name`` for a run directory: a new tracker run, or the ``recorded`` one continued.
-    An MLflow run is claimed by the directory (see the module's docstring)."""
+def check(name: str, options: TrackerOptions, recorded: dict[str, str] | None = None) -> None:
+    """Refuses, in one line (TrackerError), a tracker that cannot start as asked, before anything is
+    written: its library missing, an MLflow store it cannot use, a recorded run in another store."""
     require(name)
-    kwargs = {"project": options.project, "run_name": options.run_name, "tags": options.tags}
     if name == "mlflow":
-        uri = options.mlflow_tracking_uri or _import("mlflow", MLflowLogger.__name__).get_tracking_uri()
-        if recorded:  # before the client, which creates a sqlite store: a refusal leaves none behind
+        uri = tracking_uri(options)
+        if recorded and name not in options.new_runs:
             same_store(recorded, uri)
-        held = recorded.get("claim") if recorded else None
-        tracker = MLflowLogger(params, tracking_uri=uri, claim=uuid.uuid4().hex, held_claim=held, **kwargs)
-        tracker.run_id = recorded["run_id"] if recorded else None
-        return tracker
-    # A resume keeps the recorded mode: an offline run must not go online because a flag was not repeated.
-    tracker = WandbLogger(params, mode=options.wandb_mode or (recorded or {}).get("mode"), **kwargs)
-    if recorded:
-        tracker.run_id, tracker.project = recorded["run_id"], recorded["project"]
+
+
+def tracking_uri(options: TrackerOptions) -> str:
+    """The MLflow store a start uses: ``options``', else ``MLFLOW_TRACKING_URI``, else MLflow's default."""
+    mlflow = _import("mlflow", MLflowLogger.__name__)
+    uri = options.mlflow_tracking_uri or mlflow.get_tracking_uri()
+    try:
+        check_tracking_uri(uri)
+    except ValueError as e:
+        source = "MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") else "MLflow's default"
+        raise TrackerError(f"{e} (from {source}; --mlflow-tracking-uri chooses another)") from None
+    if uri.startswith("file:"):
+        from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE
+
+        if not MLFLOW_ALLOW_FILE_STORE.get():
+            raise TrackerError(
+                f"MLflow tracking URI {uri!r}: MLflow's file store is in maintenance mode and refuses to open "
+                f"unless MLFLOW_ALLOW_FILE_STORE=true; use a sqlite:///PATH store (`mlflow migrate-filestore` "
+                f"converts one)"
+            )
+    return uri
+
+
+def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded: dict[str, str] | None) -> Tracker:
+    """The tracker ``name`` for a run directory: a new tracker run, or the ``recorded`` one continued
+    (unless ``options.new_runs`` names it). Its run is claimed by the directory (see the module's docstring)."""
+    check(name, options, recorded)  # before the client, which creates a sqlite store: a refusal leaves none behind
+    continued = recorded if name not in options.new_runs else None
+    kwargs = {"run_name": options.run_name, "tags": options.tags, "claim": uuid.uuid4().hex,
+              "held_claim": continued.get("claim") if continued else None}
+    # A new run stays in the recorded experiment / project unless told otherwise.
+    project = (recorded or {}).get(RECORDED_PROJECT[name]) if continued or not options.project else options.project
+    if name == "mlflow":
+        tracker: Tracker = MLflowLogger(params, tracking_uri=tracking_uri(options), project=project, **kwargs)
+    else:
+        # A resume keeps the recorded mode: an offline run must not go online because a flag was not repeated.
+        tracker = WandbLogger(params, mode=options.wandb_mode or (recorded or {}).get("mode"), project=project,
+                              **kwargs)
+    tracker.run_id = continued["run_id"] if continued else None
     return tracker
 
 
@@ -471,5 +655,6 @@ def same_store(recorded: dict[str, str], tracking_uri: str) -> None:
         raise TrackerError(
             f"run.json records MLflow run {recorded['run_id']} at {recorded['tracking_uri']}, but this start's "
             f"tracking URI is {tracking_uri}; to continue that run pass --mlflow-tracking-uri "
-            f"{recorded['tracking_uri']} (or set MLFLOW_TRACKING_URI) if you trust it"
+            f"{recorded['tracking_uri']} (or set MLFLOW_TRACKING_URI) if you trust it, or --new-tracker-run mlflow "
+            f"for a new MLflow run in this start's store"
         )

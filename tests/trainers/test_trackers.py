@@ -29,6 +29,11 @@ def needs(module):
         pytest.skip(f"{module} is not installed (pip install -e '.[{module}]')")
 
 
+def fresh(tmp_path, *flags):
+    """``gymjax train`` of one epoch into tmp_path/run: quick even where a check it tests is missing."""
+    return ["train", *FLAGS, "--timesteps", str(EPOCH), "--run-dir", str(tmp_path / "run"), *flags]
+
+
 def csv_rows(run_dir):
     return [{k: float(v) for k, v in row.items() if v != ""} for row in read_rows(run_dir / "metrics.csv")[1]]
 
@@ -41,7 +46,11 @@ def offline_wandb(tmp_path, monkeypatch):
         monkeypatch.setenv(name, str(tmp_path / name))
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
-    return tmp_path / "WANDB_DIR" / "wandb"
+    import wandb
+
+    wandb.teardown()  # W&B reads its environment once a process: this test's, not an earlier test's
+    yield tmp_path / "WANDB_DIR" / "wandb"
+    wandb.teardown()
 
 
 # -- MLflow ---------------------------------------------------------------------------------
@@ -51,8 +60,10 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
     needs("mlflow")
     from mlflow.tracking import MlflowClient
 
-    monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under ./mlruns
-    uri, run_dir = f"sqlite:///{tmp_path}/store.db", tmp_path / "run"  # not the default ./mlflow.db
+    cwd, store = tmp_path / "cwd", tmp_path / "store" / "store.db"
+    cwd.mkdir(), store.parent.mkdir()
+    monkeypatch.chdir(cwd)  # MLflow's own artifact root for a SQLite store: ./mlruns of the working directory
+    uri, run_dir = f"sqlite:///{store}", tmp_path / "run"  # not the default ./mlflow.db
     flags = [f for f in FLAGS if f != "--no-video"]
     proc = cli("train", *flags, "--timesteps", 8 * EPOCH, "--save-every-epochs", 3, "--run-dir", run_dir,
                "--logger", "csv", "mlflow", "--mlflow-tracking-uri", uri, "--tracker-project", "cartpole",
@@ -67,7 +78,7 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
 
     with pytest.raises(SystemExit, match="pass --mlflow-tracking-uri sqlite:///"):  # run.json never picks the store
         main(["train", "--run-dir", str(run_dir), "--resume"])
-    assert not (tmp_path / "mlflow.db").exists()  # the default store, refused before its client made it
+    assert not (cwd / "mlflow.db").exists()  # the default store, refused before its client made it
     assert main(["train", "--run-dir", str(run_dir), "--resume", "--mlflow-tracking-uri", uri]) == 0
 
     (run,) = client.search_runs([run.info.experiment_id])
@@ -79,6 +90,9 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
     assert run.data.tags["suite"] == "test" and run.data.tags["tiny"] == ""
     assert run.data.params["num_envs"] == "8" and run.data.params["env"] == ENV
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"learning_curve.png", "policy.mp4"}
+    beside = tmp_path / "store" / "store.db-artifacts" / "cartpole" / run.info.run_id / "artifacts"
+    assert {p.name for p in beside.iterdir()} == {"learning_curve.png", "policy.mp4"}  # where the docs say
+    assert list(cwd.iterdir()) == []  # no ./mlruns
     rows = csv_rows(run_dir)
     assert [r["env_steps"] for r in rows] == [EPOCH * i for i in range(1, 9)]
     for key in rows[-1]:
@@ -97,7 +111,7 @@ def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_cont
     needs("mlflow")
     from mlflow.tracking import MlflowClient
 
-    monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under ./mlruns
+    monkeypatch.chdir(tmp_path)
     uri, original, copy = f"sqlite:///{tmp_path}/store.db", tmp_path / "run", tmp_path / "copy"
     options = trackers.TrackerOptions(mlflow_tracking_uri=uri)
     quiet = {"console": False, "progress_bar": False, "video": False}
@@ -112,7 +126,7 @@ def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_cont
     # The original would log into the run its copy continued, and its own epoch 3 would never be logged.
     with pytest.raises(rundir.RunDirectoryError, match="is continued by another run directory") as error:
         rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
-    assert "\n" not in str(error.value) and "resume with --logger mlflow" in str(error.value)
+    assert "\n" not in str(error.value) and str(error.value).endswith("resume with --new-tracker-run mlflow")
     assert [m.step for m in client.get_metric_history(run_id, "epoch")] == steps
     assert client.get_run(run_id).info.status == "FINISHED"  # refused before the run was touched
 
@@ -125,14 +139,16 @@ def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_cont
         with pytest.raises(rundir.RunDirectoryError, match="is continued by another run directory"):
             rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
 
-    # What the refusal says to do starts a new MLflow run; the copy still continues its own.
-    record = json.loads((original / "run.json").read_text())
-    del record["trackers"]["mlflow"]
-    (original / "run.json").write_text(json.dumps(record))
-    rundir.train(original, resume=True, num_timesteps=3 * EPOCH, loggers=["mlflow"], tracker_options=options,
-                 **quiet)
-    new_id = json.loads((original / "run.json").read_text())["trackers"]["mlflow"]["run_id"]
-    assert new_id != run_id and [m.step for m in client.get_metric_history(new_id, "epoch")] == [3 * EPOCH]
+    # What the refusal says to do starts a new MLflow run, in the same experiment; the copy still continues its own.
+    assert main(["train", "--run-dir", str(original), "--resume", "--timesteps", str(3 * EPOCH), "--quiet",
+                 "--no-video", "--mlflow-tracking-uri", uri, "--new-tracker-run", "mlflow"]) == 0
+    recorded = json.loads((original / "run.json").read_text())["trackers"]["mlflow"]
+    new = client.get_run(recorded["run_id"])
+    assert recorded["run_id"] != run_id and recorded["claim"] == new.data.tags[trackers.CLAIM_TAG]
+    assert [m.step for m in client.get_metric_history(new.info.run_id, "epoch")] == [3 * EPOCH]
+    assert new.info.experiment_id == client.get_run(run_id).info.experiment_id and new.info.status == "FINISHED"
+    rundir.train(original, resume=True, num_timesteps=4 * EPOCH, tracker_options=options, **quiet)  # continues it
+    assert [m.step for m in client.get_metric_history(new.info.run_id, "epoch")] == [3 * EPOCH, 4 * EPOCH]
     rundir.train(copy, resume=True, num_timesteps=4 * EPOCH, tracker_options=options, **quiet)
     assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [*steps, 4 * EPOCH]
 
@@ -148,6 +164,80 @@ def test_mlflow_logger_as_a_hook_of_ppo_train(tmp_path):
     assert run.info.status == "FINISHED" and run.info.run_name == "hooked"
     assert run.data.params["policy_hidden_sizes"] == "(16, 16)"
     assert [m.step for m in MlflowClient(uri).get_metric_history(logger.run_id, "losses/total")] == [EPOCH, 2 * EPOCH]
+
+
+@pytest.mark.parametrize("uri, expected", [
+    ("garbage", "expected sqlite:///PATH"),  # MLflow would take it for a file store's folder
+    ("sqlite:///:memory:", "expected sqlite:///PATH"),  # a store that keeps nothing
+    ("ftp://host/x", "expected sqlite:///PATH"),
+    ("postgresql://u@host/db", "put an MLflow server"),  # its artifacts would go to each client's disk
+])
+def test_an_unusable_tracking_uri_is_refused_at_parsing_in_one_line(tmp_path, capsys, uri, expected):
+    with pytest.raises(SystemExit) as exit_:
+        main(fresh(tmp_path, "--logger", "mlflow", "--mlflow-tracking-uri", uri))
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--mlflow-tracking-uri: MLflow tracking URI {uri!r}: expected" in line and expected in line
+    with pytest.raises(ValueError, match=expected):
+        trackers.TrackerOptions(mlflow_tracking_uri=uri)
+
+
+def test_a_tracking_uri_from_the_environment_or_a_file_store_is_refused_before_anything_is_written(
+        tmp_path, monkeypatch):
+    needs("mlflow")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    run = fresh(tmp_path, "--logger", "mlflow")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "garbage")
+    with pytest.raises(SystemExit, match=r"^MLflow tracking URI 'garbage': expected .* \(from MLFLOW_TRACKING_URI;"):
+        main(run)
+    with pytest.raises(SystemExit, match=r"file store is in maintenance mode .* use a sqlite:///PATH store"):
+        main([*run, "--mlflow-tracking-uri", (tmp_path / "fs").as_uri()])
+    assert sorted(tmp_path.iterdir()) == []  # no run directory, no store, no ./mlruns
+
+
+def test_an_http_store_that_does_not_answer_is_refused_within_seconds(tmp_path, monkeypatch):
+    needs("mlflow")
+    import socket
+    import time
+
+    with socket.socket() as closed:  # a port nothing listens on: MLflow would retry it for minutes
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    uri = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    with pytest.raises(SystemExit, match=rf"^MLflow at {uri} does not answer \(.*\) within 5 s; start its server"):
+        main(fresh(tmp_path, "--logger", "mlflow", "--mlflow-tracking-uri", uri))
+    assert time.monotonic() - started < 30 and not (tmp_path / "run").exists()
+
+    monkeypatch.setattr(trackers, "PROBE_TIMEOUT_S", 0.5)
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(trackers.TrackerError, match=rf"^MLflow at {uri} does not answer \(.*\) within 0.5 s"):
+            trackers.MLflowLogger(tracking_uri=uri).start()
+
+
+@pytest.mark.parametrize("tags, message", [
+    (["=x"], "tracker tag '=x' has an empty key"),
+    ([" =x"], "has an empty key"),
+    (["a=1", "b", "a=2"], "give the key 'a' more than once"),
+    (["a=1", "--tracker-tags", "a"], "give the key 'a' more than once"),  # a plain tag is MLflow's a=""
+])
+def test_tracker_tags_with_an_empty_or_repeated_key_are_refused_at_parsing(tmp_path, capsys, tags, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(fresh(tmp_path, "--tracker-tags", *tags))
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match=message):
+        trackers.TrackerOptions(tags=tuple(t for t in tags if t != "--tracker-tags"))
+
+
+def test_new_tracker_run_goes_with_resume(tmp_path):
+    with pytest.raises(SystemExit, match="^--new-tracker-run goes with --resume"):
+        main(fresh(tmp_path, "--new-tracker-run", "wandb"))
+    assert not (tmp_path / "run").exists()
 
 
 # -- W&B ------------------------------------------------------------------------------------
@@ -186,6 +276,41 @@ def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch
         assert plot.is_file() and not plot.is_symlink()
 
 
+def test_a_copied_run_directory_cannot_continue_the_wandb_run_its_original_continued(tmp_path, offline_wandb):
+    original, copy = tmp_path / "run", tmp_path / "copy"
+    quiet = {"console": False, "progress_bar": False, "video": False}
+    rundir.train(original, ENV, CONFIG, loggers=["wandb"], **quiet)
+    shutil.copytree(original, copy)  # cp -r: the same run.json, the same checkpoints' run_id
+    rundir.train(copy, resume=True, num_timesteps=3 * EPOCH, **quiet)  # the first on keeps the W&B run
+    run_id = json.loads((copy / "run.json").read_text())["trackers"]["wandb"]["run_id"]
+    segments = trackers.offline_segments(offline_wandb, run_id)
+    history = [step for path in segments for step, _ in trackers.wandb_history(path)]
+    assert len(segments) == 2 and history == [EPOCH, 2 * EPOCH, 3 * EPOCH]
+
+    # The original would log into the W&B run its copy continued, and its own epoch 3 would never be sent.
+    for claim in ("keep", None, "0" * 32):  # its own run.json, one without a claim, a made-up claim
+        if claim != "keep":
+            record = json.loads((original / "run.json").read_text())
+            record["trackers"]["wandb"].pop("claim", None)
+            record["trackers"]["wandb"].update({"claim": claim} if claim else {})
+            (original / "run.json").write_text(json.dumps(record))
+        with pytest.raises(rundir.RunDirectoryError, match="^W&B run .* is continued by another run directory") as error:
+            rundir.train(original, resume=True, num_timesteps=3 * EPOCH, **quiet)
+        assert str(error.value).endswith("resume with --new-tracker-run wandb")
+        assert trackers.offline_segments(offline_wandb, run_id) == segments  # refused before wandb.init
+
+    # What the refusal says to do starts a new W&B run, recorded in run.json; the copy still continues its own.
+    new_runs = trackers.TrackerOptions(new_runs=("wandb",))
+    rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=new_runs, **quiet)
+    recorded = json.loads((original / "run.json").read_text())["trackers"]["wandb"]
+    assert recorded["run_id"] != run_id and recorded["mode"] == "offline" and recorded["project"] == "gymjax"
+    (new,) = trackers.offline_segments(offline_wandb, recorded["run_id"])
+    assert [step for step, _ in trackers.wandb_history(new)] == [3 * EPOCH]
+    rundir.train(copy, resume=True, num_timesteps=4 * EPOCH, **quiet)
+    segments = trackers.offline_segments(offline_wandb, run_id)
+    assert [step for path in segments for step, _ in trackers.wandb_history(path)] == [*history, 4 * EPOCH]
+
+
 def test_a_resumed_wandb_run_keeps_its_recorded_mode_unless_told_otherwise():
     needs("wandb")
     recorded = {"run_id": "abc", "project": "p", "mode": "offline"}
@@ -206,7 +331,7 @@ GOOD = {"run_id": "0" * 32, "tracking_uri": "sqlite:///x.db", "experiment": "e"}
     ({"mlflow": {**GOOD, "run_id": "../../etc"}}, "run_id must match"),
     ({"mlflow": {**GOOD, "tracking_uri": 3}}, "must be a non-empty printable string"),
     ({"mlflow": {**GOOD, "claim": "../x"}}, "claim must match"),
-    ({"wandb": {"run_id": "abc", "project": "p", "mode": "offline", "claim": "0" * 32}}, "must be an object"),
+    ({"wandb": {"run_id": "abc", "project": "p", "mode": "offline", "claim": "../x"}}, "claim must match"),
     ({"wandb": {"run_id": "a/b", "project": "p", "mode": "offline"}}, "run_id must match"),
     ({"wandb": {"run_id": "abc", "project": "p", "mode": "disabled"}}, "mode must be one of"),
 ])
