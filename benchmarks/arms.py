@@ -18,8 +18,12 @@ One table, built for any registered env id (or a gymjax preset's name) by :func:
 A worker (``python -m benchmarks.arms train|evaluate RUN.json``, started by
 :mod:`benchmarks.training`) trains one (arm, seed) and hands out snapshots: a pickled policy per
 file and a JSON line ``{wall_s, env_steps, file}``, the clock counting from the parent's launch
-of the process (imports and compilation included), the time spent saving taken off. The
-evaluator then plays chosen snapshots on Gymnasium's env, apart from training.
+of the process (imports and compilation included), the time spent saving taken off; a gymjax
+arm's line adds ``eval_return``, the trainer's own evaluation of that policy, where it made one.
+The evaluator then plays chosen snapshots on Gymnasium's env, apart from training; and the best
+snapshot, the one a gymjax run directory keeps (:mod:`gymjax.trainers.best`: the first with the
+highest ``eval_return``), into ``best.json``: its return is measured there, on Gymnasium's
+episodes, never taken from the evaluation that chose it.
 """
 
 from __future__ import annotations
@@ -287,15 +291,15 @@ class Snapshots:
     def out_of_time(self) -> bool:
         return self.budget_s is not None and self.elapsed() > self.budget_s
 
-    def add(self, env_steps: int, payload: Any) -> None:
+    def add(self, env_steps: int, payload: Any, eval_return: float | None = None) -> None:
         start = time.perf_counter()
         self.last_wall = wall = self.elapsed()
         name = f"{self.count:04d}.pkl"
         with open(self.directory / name, "wb") as f:
             pickle.dump(payload, f)
-        common.append_line(
-            self.directory / "snapshots.jsonl", {"wall_s": wall, "env_steps": int(env_steps), "file": name}
-        )
+        line = {"wall_s": wall, "env_steps": int(env_steps), "file": name}
+        common.append_line(self.directory / "snapshots.jsonl", line | (
+            {} if eval_return is None else {"eval_return": eval_return}))  # fmt: skip
         self.count += 1
         self.paused_s += time.perf_counter() - start
 
@@ -304,10 +308,16 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
     import jax
 
     import gymjax
+    from gymjax.trainers.best import METRIC
     from gymjax.trainers.hooks import Hook, StopTraining
     from gymjax.trainers.ppo import PPOConfig, train
 
+    evaluated = {}  # env steps -> the trainer's evaluation of the policy then, for its snapshot
+
     class Deadline(Hook):
+        def after_eval(self, progress, metrics):
+            evaluated[progress.env_steps] = metrics[METRIC]
+
         def after_epoch(self, progress, metrics):
             if snaps.out_of_time():
                 raise StopTraining(f"wall-clock budget of {run['budget_s']:g} s spent")
@@ -319,7 +329,8 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
     # launch; the deadline hook stays as the harness's limit for every arm.
     timed = {"minutes": run["budget_s"] / 60, "started_at": run["launched"]} if run["budget_s"] and not run["steps"] else {}
     _, _, metrics = train(config, gymjax.make(arm.env_id, **arm.env_kwargs), hooks=[Deadline()], progress_bar=True,
-                          policy_params_fn=lambda steps, _, params: snaps.add(steps, jax.device_get(params)),
+                          policy_params_fn=lambda steps, _, params: snaps.add(
+                              steps, jax.device_get(params), evaluated.pop(steps, None)),
                           **timed)  # fmt: skip
     # A timed run's settings: the steps it chose, which replay it (``--steps``).
     return config.to_dict() | ({"num_timesteps": int(metrics["env_steps"])} if timed else {})
@@ -528,17 +539,26 @@ def evaluate(arm: Arm, run: dict) -> None:
     common.read_new_lines(directory / "snapshots.jsonl", 0, snapshots.append)
     settings = json.loads((directory / "settings.json").read_text())
     play = actor(arm, settings)
-    for i in chosen(snapshots, run["points"]):
-        s = snapshots[i]
+
+    def on_reference(s: dict) -> dict:
         payload = pickle.loads((directory / s["file"]).read_bytes())
+        # The same episodes for every snapshot (one seed), so that two snapshots compare as policies.
         result = evaluate_on_reference(
             play(payload), arm.env_id, arm.env_kwargs, episodes=run["episodes"], seed=10_000
         )
-        common.append_line(directory / "curve.jsonl", {
+        return {
             "wall_s": s["wall_s"], "env_steps": s["env_steps"], "return": result["episode_return_mean"],
             "return_std": result["episode_return_std"], "length": result["episode_length_mean"],
             "env": result["reference_env"],
-        })  # fmt: skip
+        }  # fmt: skip
+
+    for i in chosen(snapshots, run["points"]):
+        common.append_line(directory / "curve.jsonl", on_reference(snapshots[i]))
+    judged = [s for s in snapshots if "eval_return" in s]
+    if judged:
+        top = max(s["eval_return"] for s in judged)
+        kept = next(s for s in judged if s["eval_return"] == top)  # the first: a tie does not replace it
+        (directory / "best.json").write_text(json.dumps(on_reference(kept) | {"eval_return": top}))
 
 
 def main(argv: list[str]) -> int:

@@ -285,6 +285,10 @@ def evaluate(run: Run, result: dict, timeout: float) -> None:
         poll=lambda: common.read_new_lines(run.directory / "curve.jsonl", len(curve), curve.append),
     )  # fmt: skip
     result["curve"] = [{k: c[k] for k in ("wall_s", "env_steps", "return", "return_std")} for c in curve]
+    kept = run.directory / "best.json"  # a gymjax arm's best snapshot (benchmarks.arms.evaluate)
+    if kept.exists():
+        best = json.loads(kept.read_text())
+        result["best"] = {k: best[k] for k in ("wall_s", "env_steps", "eval_return", "return", "return_std")}
     if done.error:
         result["error"] = f"evaluation: {done.error}"
 
@@ -308,7 +312,7 @@ def reached(curve: list[dict], target: float | None) -> dict | None:
 
 def arm_row(arm: dict, target: float | None) -> str:
     if arm["skipped"]:
-        return f"| {arm['label']} | skipped: {arm['skipped']} |" + " |" * 6
+        return f"| {arm['label']} | skipped: {arm['skipped']} |" + " |" * 8  # a cell for each column
     runs = [r for r in arm["runs"] if r.get("curve")]
     hits = [reached(r["curve"], target) for r in runs]
     hit = [h for h in hits if h]
@@ -316,6 +320,7 @@ def arm_row(arm: dict, target: float | None) -> str:
         f"| {arm['label']} | {len(runs)} | {show([r['env_steps'] for r in runs])} | {show([r['wall_s'] for r in runs])} "
         f"| {show([r['steps_per_s'] for r in runs if r.get('steps_per_s')])} "
         f"| {show([r['curve'][-1]['return'] for r in runs], ',.1f')} "
+        f"| {show([r['best']['return'] for r in runs if r.get('best')], ',.1f')} "
         f"| {show([h['wall_s'] for h in hit])} | {show([h['env_steps'] for h in hit])} | {len(hit)}/{len(runs)} |"
     )
 
@@ -332,10 +337,10 @@ def summary(results: dict) -> list[str]:
             ),
             "",
             (
-                "| arm | seeds | env steps | wall (s) | training steps/s | final return | time to target (s) "
-                "| env steps to target | seeds reaching it |"
+                "| arm | seeds | env steps | wall (s) | training steps/s | final return | best snapshot's return "
+                "| time to target (s) | env steps to target | seeds reaching it |"
             ),
-            "|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [arm_row(arm, target) for arm in entry["arms"].values()] + [""]
         failed = [f"{a['label']} seed {r['seed']}: {r['error'].splitlines()[0]}"
@@ -344,7 +349,9 @@ def summary(results: dict) -> list[str]:
     lines.append(
         f"Return: {results['return_kind']}. Median over seeds, [min to max] beside it. Wall time from the "
         f"process launch, imports and compilation included; training steps/s {results.get('rate_kind', RATE_KIND)}; "
-        "time to target: the first evaluated snapshot at or above it."
+        "time to target: the first evaluated snapshot at or above it. Best snapshot (gymjax arms): the one "
+        "a run directory keeps as its best policy, chosen by the trainer's own evaluation (eval/episode_return "
+        "on the JAX env), its return measured on the same Gymnasium episodes as the final return's."
     )
     return lines
 
@@ -362,6 +369,10 @@ def markdown(record: dict) -> list[str]:
                     f"{c['wall_s']:.0f} s, {c['env_steps']:,}, {c['return']:,.1f}" for c in r.get("curve", [])
                 )
                 lines.append(f"- {task}, {arm['label']}, seed {r['seed']}: {points}")
+                if r.get("best"):
+                    b = r["best"]
+                    lines.append(f"  - best snapshot: {b['wall_s']:.0f} s, {b['env_steps']:,}, {b['return']:,.1f} "
+                                 f"(the trainer's evaluation: {b['eval_return']:,.1f})")
     return lines
 
 

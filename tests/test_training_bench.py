@@ -49,6 +49,18 @@ def test_a_quick_run_writes_curves_evaluated_on_gymnasium_with_their_time_to_tar
                   .read_text().splitlines()]  # fmt: skip
         assert {p["env"] for p in played} == {"CartPole-v1"}
         assert all(p["return"] == p["length"] and 1 <= p["return"] <= 500 for p in played)
+        # gymjax's best snapshot: the first with the trainer's highest evaluation, played on the same env.
+        snapshots = [json.loads(line) for line in (tmp_path / "work" / "quick" / f"cartpole-{name}-seed0" /
+                     "snapshots.jsonl").read_text().splitlines()]  # fmt: skip
+        judged = [s for s in snapshots if "eval_return" in s]
+        if name == "gymjax":
+            top = max(s["eval_return"] for s in judged)
+            assert len(judged) >= 2 and run["best"]["eval_return"] == top
+            assert run["best"]["env_steps"] == next(s["env_steps"] for s in judged if s["eval_return"] == top)
+            assert 1 <= run["best"]["return"] <= 500
+            assert f"| {run['best']['return']:,.1f} |" in training.arm_row(arm, 475.0)
+        else:
+            assert not judged and "best" not in run  # SB3 has no evaluation of its own here
         hit = training.reached(curve, 475.0)
         row = training.arm_row(arm, 475.0)
         assert row.endswith(f"| {1 if hit else 0}/1 |")
@@ -70,14 +82,18 @@ def test_time_to_target_is_the_first_evaluated_point_at_or_above_it_and_the_summ
         "skipped": None,
         "runs": [run(0, [10, 480, 400]), run(1, [10, 20, 500]), run(2, [1, 2, 3])],
     }
+    # the best snapshots of two seeds (a third, of an arm without evaluations, has none)
+    arm["runs"][0]["best"] = {"return": 470.0}
+    arm["runs"][1]["best"] = {"return": 490.0}
     assert training.reached(arm["runs"][0]["curve"], 475.0)["env_steps"] == 2000  # not the best (none later)
     assert training.reached(arm["runs"][2]["curve"], 475.0) is None
     # two seeds reach it, at 20 s and 30 s: median 25 [20 to 30]; final returns 400, 500, 3
     assert training.arm_row(arm, 475.0) == (
-        "| A | 3 | 3,000 | 30 | 100 | 400.0 [3.0 to 500.0] | 25 [20 to 30] | 2,500 [2,000 to 3,000] | 2/3 |"
+        "| A | 3 | 3,000 | 30 | 100 | 400.0 [3.0 to 500.0] | 480.0 [470.0 to 490.0] | 25 [20 to 30] "
+        "| 2,500 [2,000 to 3,000] | 2/3 |"
     )
     skipped = {"label": "B", "skipped": "no --brax-python", "runs": []}
-    assert training.arm_row(skipped, 475.0).startswith("| B | skipped: no --brax-python |")
+    assert training.arm_row(skipped, 475.0) == "| B | skipped: no --brax-python |" + " |" * 8  # as many cells
 
 
 @needs_zoo

@@ -29,7 +29,7 @@ import numpy as np
 from gymjax import envs
 from gymjax.cli import common
 from gymjax.core import Env
-from gymjax.trainers import artifacts, distributed, files, reference, rundir, trackers
+from gymjax.trainers import artifacts, best, distributed, files, reference, rundir, trackers
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo import PPOConfig, TrainingStopped, budget, load_policy_and_meta, presets
 from gymjax.trainers.ppo.acting import evaluate
@@ -302,12 +302,13 @@ class SavedPolicy:
     meta: dict[str, Any]
 
 
-def _saved_policy(path: pathlib.Path, deterministic: bool = True) -> SavedPolicy:
+def _saved_policy(path: pathlib.Path, deterministic: bool = True, which: str = "last") -> SavedPolicy:
+    """The run's last policy, or its best evaluated one (``which="best"``)."""
     try:
         directory = rundir.RunDirectory(path)
         record = directory.read()
         env = directory.recorded_env(record)
-        policy, meta = load_policy_and_meta(directory.checkpoints, deterministic=deterministic)
+        policy, meta = load_policy_and_meta(directory.checkpoints, deterministic=deterministic, policy=which)
         directory.check_policy_env(record, env, meta)
     except rundir.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
@@ -319,7 +320,7 @@ def _saved_policy(path: pathlib.Path, deterministic: bool = True) -> SavedPolicy
 def eval_command(args: argparse.Namespace) -> int:
     if args.reference and args.stochastic:
         raise SystemExit("--reference plays the policy's mode on Gymnasium's env; drop --stochastic")
-    saved = _saved_policy(args.run_dir, deterministic=not args.stochastic)
+    saved = _saved_policy(args.run_dir, deterministic=not args.stochastic, which=args.policy)
     if args.reference:
         try:
             reference.reference_id(saved.env_id)
@@ -335,6 +336,8 @@ def eval_command(args: argparse.Namespace) -> int:
     returns = np.asarray(result.episode_return)
     summary = {
         "env": saved.env_id,
+        "policy": args.policy,
+        **({"chosen_by": saved.meta[best.BEST]} if args.policy == "best" else {}),
         "env_steps": saved.meta["env_steps"],
         "checkpoint_step": saved.meta["step"],
         "episodes": args.episodes,
@@ -364,9 +367,10 @@ def _say(line: str) -> None:
 def render_command(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.suffix.lower() != ".mp4":
         raise SystemExit(f"--out {args.out}: expected a .mp4 path (the video is written with ffmpeg as MP4)")
-    saved = _saved_policy(args.run_dir)
+    saved = _saved_policy(args.run_dir, which=args.policy)
     env, steps = rundir.video_env(saved.env, saved.config)
-    out = args.out or args.run_dir / "policy.mp4"
+    # The best policy's video beside the last one's, never over it.
+    out = args.out or args.run_dir / ("policy.mp4" if args.policy == "last" else f"policy_{args.policy}.mp4")
     try:
         path, total = artifacts.record_video(env, saved.policy, out, seed=args.seed, max_steps=steps)
     except OSError as e:
@@ -415,6 +419,12 @@ def _tracking_uri(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _add_policy_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", choices=best.POLICIES, default="last",
+                   help="the last checkpoint's policy, or the best evaluated one that training kept "
+                        "(DIR/checkpoints/best; by the trainer's eval/episode_return) (default: %(default)s)")
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "train",
@@ -455,8 +465,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     _add_config_flags(p)  # --seed among them: the config's
     p.set_defaults(run=train_command, setup=start_processes)
 
-    p = commands.add_parser("eval", help="evaluate a run directory's latest checkpoint; prints one JSON line")
+    p = commands.add_parser("eval", help="evaluate a run directory's last (or best) policy; prints one JSON line")
     common.add_run_dir(p)
+    _add_policy_flag(p)
     p.add_argument("--episodes", type=common.positive_int, default=16,
                    help="episodes, played in parallel (default: %(default)s)")
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of the policy's mode")
@@ -466,8 +477,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     common.add_seed(p)
     p.set_defaults(run=eval_command)
 
-    p = commands.add_parser("render", help="render a run directory's latest policy to an mp4")
+    p = commands.add_parser("render", help="render a run directory's last (or best) policy to an mp4")
     common.add_run_dir(p)
-    p.add_argument("--out", type=pathlib.Path, default=None, help="video path (default: DIR/policy.mp4)")
+    _add_policy_flag(p)
+    p.add_argument("--out", type=pathlib.Path, default=None,
+                   help="video path (default: DIR/policy.mp4, DIR/policy_best.mp4 for --policy best)")
     common.add_seed(p)
     p.set_defaults(run=render_command)

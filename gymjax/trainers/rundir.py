@@ -5,6 +5,7 @@
     DIR/run.json            what the run is (RunRecord): env id and options, the full config
     DIR/.lock               held by the process that writes the run
     DIR/checkpoints/<epoch> orbax checkpoints (gymjax.trainers.checkpoint)
+    DIR/checkpoints/best/   the best evaluated policy, beside the last (gymjax.trainers.best)
     DIR/metrics.csv         one row per epoch (or metrics.jsonl)
     DIR/tensorboard/        TensorBoard scalars, with tensorboard=True
     DIR/learning_curve.png  return against env steps and against wall time
@@ -49,7 +50,7 @@ from typing import Any
 
 from gymjax import envs
 from gymjax.core import Env
-from gymjax.trainers import artifacts, distributed, files, trackers
+from gymjax.trainers import artifacts, best, distributed, files, trackers
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
 from gymjax.trainers.loggers import (
@@ -453,8 +454,10 @@ def run(
         if primary:  # process 0 alone writes files other than checkpoint shards
             started = _start_trackers(plan, started)
             record = dataclasses.replace(record, trackers={t.name: t.record() for t in started})
-            # The trackers stay open past training, for the plot and the video.
-            loggers = [_Starting(dataclasses.replace(plan, record=record)), *_loggers(plan, console),
+            # The trackers stay open past training, for the plot and the video. KeepBest first: it
+            # refuses another run's best before _Starting writes run.json.
+            loggers = [best.KeepBest(directory.checkpoints), _Starting(dataclasses.replace(plan, record=record)),
+                       *_loggers(plan, console),
                        *map(_KeepOpen, started)]
         try:
             make_policy, params, metrics = ppo_train(
