@@ -138,8 +138,13 @@ def stack(rows, k):
     return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *[r[k] for r in rows])
 
 
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP], ids=["next_step", "same_step"])
-@pytest.mark.parametrize("env_id", list(CASES))
+# Each source in both auto-reset modes, but Brax's HalfCheetah, its slowest to compile, in next-step
+# only: Brax's inverted pendulum runs the same adapter code in both.
+LOCKSTEP = [(env_id, mode) for env_id in CASES for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+            if not (env_id == "brax/halfcheetah-v0" and mode is AutoresetMode.SAME_STEP)]  # fmt: skip
+
+
+@pytest.mark.parametrize("env_id,mode", LOCKSTEP, ids=[f"{i}-{m.name.lower()}" for i, m in LOCKSTEP])
 def test_lockstep_with_the_raw_env(env_id, mode):
     _skip_unavailable(env_id)
     options, limit, steps = CASES[env_id]

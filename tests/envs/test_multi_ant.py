@@ -97,8 +97,10 @@ def test_observations_match_spaces_under_vmap(partitions, conf):
         assert out.reward.shape == out.terminated.shape == out.truncated.shape == (3,)
 
 
-def test_step_equals_jax_ant_step_with_the_concatenated_action(multi_ant):
-    ant = gymjax.make("JaxAnt-v0", solver="fast", engine="mjx")  # as multi_ant: the test edits qpos
+def test_step_equals_jax_ant_step_with_the_concatenated_action():
+    # On MJX, whose state the test edits in place (qpos); the C engine steps from its full state vector.
+    multi_ant = gymjax.envs.make_multi("JaxMultiAnt-v0", agent_conf="2x4", solver="fast", engine="mjx")
+    ant = gymjax.make("JaxAnt-v0", solver="fast", engine="mjx")
     multi_step, ant_step = jax.jit(multi_ant.step), jax.jit(ant.step)
     key = jax.random.PRNGKey(3)
     ours, theirs = jax.jit(multi_ant.reset)(key), jax.jit(ant.reset)(key)

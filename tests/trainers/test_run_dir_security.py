@@ -446,7 +446,7 @@ def _before_the_guard(err: str) -> bool:
 
 def test_an_interrupt_before_the_guard_is_told_apart_from_one_after():
     python = 'Traceback (most recent call last):\n  File "<frozen runpy>", line 189, in _run_module_as_main\n'
-    guard = '  File "/r/gymjax/__init__.py", line 15, in <module>\n    from gymjax.cli import guard_the_start\n'
+    guard = '  File "/r/gymjax/__init__.py", line 15, in <module>\n    from gymjax import cli\n'
     later = '  File "/r/gymjax/cli/run.py", line 9, in main\n    train()\n'
     assert _before_the_guard(python + guard + "KeyboardInterrupt\n")
     assert not _before_the_guard(python + guard + later + "KeyboardInterrupt\n")
