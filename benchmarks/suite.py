@@ -134,7 +134,10 @@ def _figures(runs: dict[int, dict]) -> dict:
     return {
         "seeds": [r["seed"] for r in runs],
         "final": [r["curve"][-1]["return"] for r in runs],
-        "best": [max(c["return"] for c in r["curve"]) for r in runs],
+        # the snapshot a run directory keeps (chosen by the trainer's evaluation, then played on fresh
+        # Gymnasium episodes); a record from before it was kept: the curve's highest, chosen on the
+        # very episodes it reports, so an optimistic figure
+        "best": [r["best"]["return"] if r.get("best") else max(c["return"] for c in r["curve"]) for r in runs],
         "env_steps": [r["env_steps"] for r in runs],
         "curves": [r["curve"] for r in runs],
     }
@@ -206,7 +209,9 @@ def summary(record: dict) -> list[str]:
         (
             "Return on Gymnasium's own env (`*-v5` for MuJoCo), 10 deterministic episodes, of the last snapshot of a run "
             "trained with gymjax's time budget (`--minutes`: compile, evaluations and checkpoints inside it), "
-            "median [min to max] over seeds; the best snapshot beside it. SB3 PPO here: Stable-Baselines3's PPO "
+            "median [min to max] over seeds; the best snapshot beside it (the one the run kept by its own "
+            "evaluation, on fresh episodes; in records from before runs kept one, the curve's highest, which is "
+            "optimistic). SB3 PPO here: Stable-Baselines3's PPO "
             "with rl-zoo's settings for the task, on the same env, machine and wall-clock budget (its schedule "
             "is laid over rl-zoo's step count, so a budget ends it mid-schedule). rl-zoo's are its published "
             "single runs (MuJoCo `-v3`, classic control's current versions; mean +- std, after the steps shown)."
