@@ -451,14 +451,11 @@ def run(
             record = dataclasses.replace(record, config=deadline.config)
             plan = dataclasses.replace(plan, record=record)
         loggers: list[Hook] = []
+        starting = _Starting(plan, started)
         if primary:  # process 0 alone writes files other than checkpoint shards
-            started = _start_trackers(plan, started)
-            record = dataclasses.replace(record, trackers={t.name: t.record() for t in started})
-            # The trackers stay open past training, for the plot and the video. KeepBest first: it
-            # refuses another run's best before _Starting writes run.json.
-            loggers = [best.KeepBest(directory.checkpoints), _Starting(dataclasses.replace(plan, record=record)),
-                       *_loggers(plan, console),
-                       *map(_KeepOpen, started)]
+            # KeepBest first: it refuses another run's best before _Starting starts the trackers and
+            # writes run.json. The trackers stay open past training, for the plot and the video.
+            loggers = [best.KeepBest(directory.checkpoints), starting, *_loggers(plan, console), _Tracking(started)]
         try:
             make_policy, params, metrics = ppo_train(
                 record.config, plan.env, hooks=[*loggers, *hooks], checkpoint_dir=directory.checkpoints,
@@ -470,7 +467,7 @@ def run(
             raise
         if primary:
             if deadline is not None and deadline.stopped_at is not None:
-                directory.write(dataclasses.replace(record, deadline_stop=deadline.stopped_at))
+                directory.write(dataclasses.replace(starting.record, deadline_stop=deadline.stopped_at))
             _attach(started, _plot(plan))
             if plan.video and "rgb_array" not in plan.env.metadata.get("render_modes", []):
                 print(f"video: none, {plan.env!r} does not render")  # a gymnax env, say
@@ -497,38 +494,43 @@ def _time_budget(plan: Plan, started_at: float, say: bool) -> budget.Deadline:
 
 
 class _Starting(Hook):
-    """Writes run.json and says the plan's notes when training is sure to start: the trainer calls
-    ``before_training`` once the checkpoint, the config's changes and the hooks' states have
-    passed its checks. A start refused before then leaves run.json as it was, byte for byte, and
-    has said nothing it would not do."""
+    """Starts the trackers (appending each to ``started``), writes run.json with their runs and says
+    the plan's notes, when training is sure to start: the trainer calls ``before_training`` once the
+    checkpoint, the config's changes and the hooks' states have passed its checks. A start refused
+    before then leaves run.json as it was, byte for byte, and the tracker runs it names untouched
+    (not reopened, not marked failed), and has said nothing it would not do."""
 
-    def __init__(self, plan: Plan):
-        self.plan = plan
+    def __init__(self, plan: Plan, started: list[trackers.Tracker]):
+        self.plan, self.started, self.record = plan, started, plan.record
 
     def before_training(self, progress, resumed):
         plan = self.plan
+        _start_trackers(plan, self.started)
+        self.record = dataclasses.replace(plan.record, trackers={t.name: t.record() for t in self.started})
         if plan.resumed and plan.restore is None:
             drop_rows_after(plan.directory.metrics(plan.record), 0)  # logged before a kill that came before any save
-        plan.directory.write(plan.record)
+        plan.directory.write(self.record)
         for note in plan.notes:
             print(note)
 
 
-class _KeepOpen(Hook):
-    """A tracker for the trainer, which closes its hooks when training ends; the run directory
-    closes the tracker itself, after attaching the plot and the video."""
+class _Tracking(Hook):
+    """The started trackers for the trainer, which closes its hooks when training ends; the run
+    directory closes the trackers itself, after attaching the plot and the video."""
 
-    def __init__(self, tracker: trackers.Tracker):
-        self.tracker = tracker
+    def __init__(self, started: list[trackers.Tracker]):
+        self.started = started  # filled by _Starting, which runs first
 
     def before_training(self, progress, resumed):
-        self.tracker.before_training(progress, resumed)
+        for tracker in self.started:
+            tracker.before_training(progress, resumed)
 
     def after_epoch(self, progress, metrics):
-        self.tracker.after_epoch(progress, metrics)
+        for tracker in self.started:
+            tracker.after_epoch(progress, metrics)
 
 
-def _start_trackers(plan: Plan, started: list[trackers.Tracker]) -> list[trackers.Tracker]:
+def _start_trackers(plan: Plan, started: list[trackers.Tracker]) -> None:
     """Starts (or continues the recorded run of) each tracker, appending to ``started`` as it goes,
     so that the ones already open are closed if a later one fails."""
     record = plan.record
@@ -544,7 +546,6 @@ def _start_trackers(plan: Plan, started: list[trackers.Tracker]) -> list[tracker
             tracker.start()
         except trackers.TrackerError as e:
             raise RunDirectoryError(str(e)) from None
-    return started
 
 
 def _attach(started: Sequence[trackers.Tracker], path: pathlib.Path | None) -> None:

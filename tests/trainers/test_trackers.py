@@ -107,6 +107,36 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
         assert all(3 * EPOCH < step <= logged for step in history), (key, history)
 
 
+def test_a_resume_refused_by_the_trainer_leaves_the_tracker_run_untouched(tmp_path):
+    """The trackers start once the trainer's checks have passed: a refused resume does not reopen the
+    recorded run, mark it failed, or log to it."""
+    needs("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    from gymjax.trainers.hooks import Hook
+
+    class Refuses(Hook):  # a hook whose saved state it cannot take back: the trainer refuses the resume
+        def state_dict(self):
+            return {"n": 1}
+
+        def load_state_dict(self, state):
+            raise ValueError("not this state")
+
+    uri, run_dir = f"sqlite:///{tmp_path}/store.db", tmp_path / "run"
+    config = PPOConfig(num_timesteps=2 * EPOCH, num_envs=8, unroll_length=16, num_minibatches=2, num_evals=1)
+    options = trackers.TrackerOptions(project="p", mlflow_tracking_uri=uri)
+    rundir.train(run_dir, ENV, config, hooks=[Refuses()], loggers=["mlflow"], tracker_options=options,
+                 console=False, progress_bar=False, video=False)
+    client = MlflowClient(uri)
+    (before,) = client.search_runs([client.get_experiment_by_name("p").experiment_id])
+    with pytest.raises(Exception, match="not this state"):
+        rundir.train(run_dir, resume=True, num_timesteps=4 * EPOCH, hooks=[Refuses()], loggers=["mlflow"],
+                     tracker_options=options, console=False, progress_bar=False, video=False)
+    (after,) = client.search_runs([before.info.experiment_id])
+    assert (after.info.status, after.info.end_time, after.data.tags) == (
+        before.info.status, before.info.end_time, before.data.tags)  # FINISHED, as the first session left it
+
+
 def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_continued(tmp_path, monkeypatch):
     needs("mlflow")
     from mlflow.tracking import MlflowClient
