@@ -50,8 +50,6 @@ def test_a_program_run_with_python_m_that_imports_gymjax_keeps_its_process(tmp_p
     assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason="checkpoint.py still replaces sys.unraisablehook and sys.excepthook "
-                   "to hide tensorstore's 'Event loop is closed' reports (open: to be scoped to its calls)")
 def test_a_training_run_in_process_leaves_the_sys_hooks_as_python_has_them(tmp_path):
     code = SNAPSHOT + (
         "from gymjax.trainers import rundir\n"

@@ -41,12 +41,12 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
-import logging
 import os
 import pathlib
 import shlex
 import socket
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -55,15 +55,11 @@ from typing import Any
 
 import orbax.checkpoint as ocp
 
-from gymjax.trainers import distributed, files
+from gymjax.trainers import distributed, files, quiet
 from gymjax.trainers.hooks import check_saved_state
 
 STATE, POLICY, META, HOOKS = "state", "policy", "meta", "hooks"
 LOCK_FILE = ".lock"
-
-# Orbax logs a WARNING for every step directory without its metadata file
-# (an empty or damaged step); this module reports those itself, once, clearly.
-logging.getLogger("absl").addFilter(lambda record: "Metadata file does not exist" not in record.getMessage())
 
 
 class CheckpointError(RuntimeError):
@@ -239,7 +235,6 @@ class Checkpointer:
         # open orbax's manager, which coordinates their saves.
         primary = distributed.is_primary()
         self.lock = DirectoryLock(self.directory, "checkpoint directory") if primary else None
-        _quiet_closed_loop_callbacks()
         try:
             refused = None
             try:
@@ -249,7 +244,7 @@ class Checkpointer:
             if distributed.any_process(refused is not None):
                 raise refused or CheckpointError(f"process 0 refused the checkpoint directory {self.directory}")
             options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True, cleanup_tmp_directories=True)
-            self.manager = ocp.CheckpointManager(self.directory, options=options)
+            self.manager = ocp.CheckpointManager(self.directory, options=options, handler_registry=_handlers())
         except BaseException:
             if self.lock:
                 self.lock.release()
@@ -310,28 +305,29 @@ class Checkpointer:
             items[HOOKS] = ocp.args.JsonSave(checkpoint.hooks)
             meta["hook_state"] = True  # so a step that lost its hooks item reads as damaged, not as old
         args = ocp.args.Composite(**items, **{META: ocp.args.JsonSave(meta)})
-        try:
-            with _held_logs() as held:
+        threads = set(threading.enumerate())
+        with quiet.held_logs() as held:
+            try:
                 self.manager.save(step, args=args, force=True)
                 self.manager.wait_until_finished()
-        except Exception as e:
-            cause = disk_error(e)
-            if cause is None:
-                _emit(held)
-                raise
-            # Orbax's background threads, and asyncio for its abandoned tasks, go on logging this
-            # failure with tracebacks until the manager closes; it is reported here, once.
-            for name in ("absl", "asyncio"):
-                logging.getLogger(name).addFilter(_not_disk_failure)
-            _drop_closed_loop_callbacks()
-            intact = [s for s in step_dirs(self.directory) if s != step]
-            raise CheckpointError(
-                f"could not write checkpoint step {step} to {self.directory}: {os.strerror(cause.errno)}"
-                f"{' (' + cause.filename + ')' if cause.filename else ''}; intact checkpoints: "
-                f"{', '.join(map(str, intact)) or 'none'}"
-            ) from None
-        _emit(held)
-        return self.directory / str(step)
+                failure = None
+            except Exception as e:
+                failure = e
+                # Orbax raises the first failure while the save's other threads still write (another
+                # item's arrays, its metadata) and log their own failure: held until they end.
+                _join_started_since(threads, SAVE_THREADS_WAIT_S)
+        cause = None if failure is None else disk_error(failure)
+        if cause is None:
+            quiet.emit(held)
+            if failure is not None:
+                raise failure
+            return self.directory / str(step)
+        intact = [s for s in step_dirs(self.directory) if s != step]
+        raise CheckpointError(
+            f"could not write checkpoint step {step} to {self.directory}: {os.strerror(cause.errno)}"
+            f"{' (' + cause.filename + ')' if cause.filename else ''}; intact checkpoints: "
+            f"{', '.join(map(str, intact)) or 'none'}"
+        ) from None
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -343,85 +339,28 @@ class Checkpointer:
             self.lock.release()
 
 
-@contextlib.contextmanager
-def _held_logs():
-    """Holds back the absl log records orbax emits during a save (on a full disk, four tracebacks
-    from its background threads), so the caller decides: one line for a disk error, all else re-emitted."""
-    held: list[logging.LogRecord] = []
-    logger = logging.getLogger("absl")
-
-    def hold(record: logging.LogRecord) -> bool:
-        held.append(record)
-        return False
-
-    logger.addFilter(hold)
-    try:
-        yield held
-    finally:
-        logger.removeFilter(hold)
+# How long a failed save waits for orbax's other threads of that save to end (they end within
+# milliseconds of the first failure; a thread that is not orbax's is waited on no longer).
+SAVE_THREADS_WAIT_S = 10.0
 
 
-def _quiet_closed_loop_callbacks() -> None:
-    """Installed once a process saves checkpoints. After a failed save, tensorstore's pending writes
-    call back into orbax's closed event loop,
-    and Python prints each "Event loop is closed" with a traceback (through ``sys.excepthook`` or
-    ``sys.unraisablehook``, depending on the thread). Those writes are doomed and the failure is
-    already reported: swallow exactly that error, pass everything else on."""
-
-    if getattr(sys.excepthook, "gymjax_quiet", False):
-        return
-
-    def closed_loop(error: BaseException | None) -> bool:
-        return isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
-
-    previous_except, previous_unraisable = sys.excepthook, sys.unraisablehook
-    def excepthook(kind, value, tb):
-        if not closed_loop(value):
-            previous_except(kind, value, tb)
-
-    excepthook.gymjax_quiet = True
-    sys.excepthook = excepthook
-    sys.unraisablehook = lambda u: None if closed_loop(u.exc_value) else previous_unraisable(u)
-    logging.getLogger("asyncio").addFilter(_not_abandoned_read)
+def _join_started_since(threads: set[threading.Thread], wait_s: float) -> None:
+    """Waits, ``wait_s`` at most, for the threads started since ``threads`` was taken to end."""
+    deadline = time.monotonic() + wait_s
+    for thread in set(threading.enumerate()) - threads:
+        if thread is not threading.current_thread():
+            # Thread's own join: orbax's threads override theirs to raise the thread's failure.
+            threading.Thread.join(thread, max(0.0, deadline - time.monotonic()))
 
 
-def _not_abandoned_read(record: logging.LogRecord) -> bool:
-    """False for asyncio's "Task exception was never retrieved" about a tensorstore read: when one
-    array of a damaged step fails, orbax raises that failure and abandons its sibling reads, whose
-    errors asyncio logs with a traceback whenever the task is collected (at exit, or not at all).
-    The step is already reported as damaged, in one line."""
-    error = record.exc_info[1] if record.exc_info else None
-    abandoned = record.getMessage().startswith("Task exception was never retrieved")
-    return not (abandoned and error is not None and "tensorstore_spec" in str(error))
-
-
-def _not_disk_failure(record: logging.LogRecord) -> bool:
-    error = record.exc_info[1] if record.exc_info else None
-    return not ((error is not None and disk_error(error)) or disk_error(RuntimeError(record.getMessage())))
-
-
-def _drop_closed_loop_callbacks() -> None:
-    """After a failed save, tensorstore's writes still in flight finish on their own threads and
-    post to orbax's event loop, closed by then: each reports "Event loop is closed" as an
-    unraisable exception with a traceback, up to process exit. The failure is reported once, by
-    :meth:`Checkpointer.save`; these are dropped and every other unraisable goes on as before."""
-    previous = sys.unraisablehook
-    if getattr(previous, "drops_closed_loop_callbacks", False):
-        return
-
-    def hook(unraisable: Any) -> None:
-        error = unraisable.exc_value
-        if not (unraisable.object is None and isinstance(error, RuntimeError) and str(error) == "Event loop is closed"):
-            previous(unraisable)
-
-    hook.drops_closed_loop_callbacks = True
-    sys.unraisablehook = hook
-
-
-def _emit(records: list[logging.LogRecord]) -> None:
-    logger = logging.getLogger("absl")
-    for record in records:
-        logger.handle(record)
+def _handlers() -> ocp.CheckpointHandlerRegistry:
+    """The handlers of a step's array items (:func:`quiet.array_handler`); the JSON items' are orbax's."""
+    registry = ocp.DefaultCheckpointHandlerRegistry()
+    for item in (STATE, POLICY):
+        handler = quiet.array_handler()
+        registry.add(item, ocp.args.StandardSave, handler)
+        registry.add(item, ocp.args.StandardRestore, handler)
+    return registry
 
 
 def disk_error(error: BaseException) -> OSError | None:
@@ -481,7 +420,6 @@ def restore(
     read as it is, or fails with a :class:`CheckpointError` naming it.
     """
     root, candidates = resolve(path)
-    _quiet_closed_loop_callbacks()
     # A root is listed again after each failure: a writer's max_to_keep may have deleted the
     # steps listed, and saved newer ones meanwhile. One step's directory is that step alone.
     one_step = pathlib.Path(path).absolute() != root
@@ -547,7 +485,7 @@ def _restore_step(root, step, state_target, policy_target, with_state, targets) 
     items: dict[str, Any] = {POLICY: ocp.args.StandardRestore(policy_target)}
     if with_state:
         items[STATE] = ocp.args.StandardRestore(state_target)
-    with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as reader:
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler(handler_registry=_handlers())) as reader:
         restored = reader.restore(directory, args=ocp.args.Composite(**items))
     hooks = None
     if with_state and meta.get("hook_state") is True:
