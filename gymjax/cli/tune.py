@@ -160,6 +160,8 @@ def _with_workers(args: argparse.Namespace, study: Any, setup: tuning.TuneSetup)
             if done:
                 break
             time.sleep(POLL_S)
+    for number in tuning.fail_dead_trials(study):  # a worker killed mid-trial: its trial, now, not at the next start
+        _note(f"trial {number}: FAIL (its process died mid-trial; not counted)")
     if stopped.signum is not None:
         return 128 + stopped.signum
     failed = [f"worker {k} exited with status {p.returncode} (its log: {args.out / f'worker-{k}.log'})"

@@ -569,6 +569,9 @@ def run_trial(setup: TuneSetup, trial: optuna.Trial) -> float:
     except (ValueError, TypeError, TrainingDiverged) as e:
         trial.set_user_attr("error", _one_line(e))
         raise TrialFailed(_one_line(e)) from None
+    except KeyboardInterrupt:  # a signal: Optuna fails the trial and the command stops
+        trial.set_user_attr("error", "interrupted")
+        raise
     finally:
         trial.set_user_attr("env_steps", reporter.env_steps)
     if reporter.pruned:
@@ -611,20 +614,21 @@ def optimize(
         callbacks.append(optuna.study.MaxTrialsCallback(max_total_trials, states=states))
     if n_trials == 0:
         return
+    # gc_after_trial: each trial's compiled programs go with its trainer, not at the end of the study.
     study.optimize(lambda trial: run_trial(setup, trial), n_trials=n_trials, catch=(TrialFailed,),
-                   callbacks=callbacks)
+                   callbacks=callbacks, gc_after_trial=True)
 
 
 def describe(trial: optuna.trial.FrozenTrial, study: optuna.Study | None = None) -> str:
     """A finished trial in a line, with the best so far when ``study`` is given."""
     line = f"trial {trial.number}: {trial.state.name}"
+    if trial.state.name == "PRUNED" and trial.intermediate_values:
+        line += f" at evaluation {max(trial.intermediate_values) + 1}"
     if trial.value is not None:
         line += f", return {trial.value:.6g}"
     if trial.duration is not None:
         line += f" in {trial.duration.total_seconds():.0f} s"
     line += f" (seed {trial.user_attrs.get('seed')}, {trial.user_attrs.get('env_steps', 0):,} env steps)"
-    if trial.state.name == "PRUNED" and trial.intermediate_values:
-        line += f", at evaluation {max(trial.intermediate_values) + 1}"
     if "error" in trial.user_attrs:
         line += f": {trial.user_attrs['error']}"
     best = _best(study) if study is not None else None
@@ -681,13 +685,13 @@ def read_preset_file(path: str | os.PathLike) -> PresetFile:
     for key, kind in (("name", str), ("env_id", str), ("env_kwargs", dict), ("settings", dict), ("origin", str)):
         if key in data and not isinstance(data[key], kind):
             raise TuneError(f"preset file {path}: expected {key} as a {kind.__name__}, got {_short(data[key])}")
-    preset = PresetFile(data.get("name", pathlib.Path(path).stem), data["env_id"], data.get("env_kwargs", {}),
-                        data["settings"], data.get("origin", ""))
     try:
-        preset.config  # noqa: B018  (checked now, before any work)
+        config = PPOConfig.from_dict(data["settings"])  # checked now, before any work
     except (ValueError, TypeError) as e:
         raise TuneError(f"preset file {path}: {e}") from None
-    return preset
+    settings = {name: getattr(config, name) for name in data["settings"]}  # JSON's lists as the config's tuples
+    return PresetFile(data.get("name", pathlib.Path(path).stem), data["env_id"], data.get("env_kwargs", {}),
+                      settings, data.get("origin", ""))
 
 
 def best_preset(study: optuna.Study, setup: TuneSetup) -> PresetFile | None:
