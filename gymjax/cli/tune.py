@@ -63,23 +63,24 @@ def _tune(args: argparse.Namespace) -> int:
         print(line)
     if interrupted:
         again = "gymjax " + shlex.join(args.argv)
-        print("interrupted: the trial in flight is marked failed, never counted; "
-              + (f"continue the study with: {again}" if args.storage else
-                 "the study was in memory: its trials are in trials.csv (give --storage to continue a study)"))
+        where = (f"continue the study with: {again}" if args.storage else
+                 "the study was in memory: its trials are in trials.csv (give --storage to continue a study)")
+        print(f"interrupted: the trial in flight is marked failed, never counted; {where}")
     return status
 
 
 def _check_flags(args: argparse.Namespace) -> None:
     """What the flags alone say is wrong, in one line."""
     if args.n_trials is None and args.max_total_trials is None:
-        raise SystemExit("give --n-trials N (trials this command runs) or --max-total-trials N (trials the study "
-                         "holds, failed ones not counted)")
+        raise SystemExit("give --n-trials N (trials this command runs) or --max-total-trials N (trials the "
+                         "study holds, failed ones not counted)")
     if args.minutes_per_trial is not None and "num_timesteps" in vars(args):
-        raise SystemExit("--minutes-per-trial chooses each trial's steps; drop --timesteps (or train each trial "
-                         "--timesteps steps without --minutes-per-trial)")
+        raise SystemExit("--minutes-per-trial chooses each trial's steps; drop --timesteps (or train each "
+                         "trial --timesteps steps without --minutes-per-trial)")
     if args.n_jobs > 1 and args.storage is None:
-        raise SystemExit(f"--n-jobs {args.n_jobs} runs {args.n_jobs} processes on one study, which an in-memory "
-                         "study cannot be: give --storage (sqlite:///tune.db on one machine, an RDB URL for several)")
+        raise SystemExit(f"--n-jobs {args.n_jobs} runs {args.n_jobs} processes on one study, which an "
+                         "in-memory study cannot be: give --storage (sqlite:///tune.db on one machine, "
+                         "an RDB URL for several)")
     if args.preset is None and args.env is None:
         raise SystemExit(f"give --env ID or --preset NAME (presets: {presets.listing()})")
 
@@ -87,7 +88,8 @@ def _check_flags(args: argparse.Namespace) -> None:
 def _setup(args: argparse.Namespace) -> tuning.TuneSetup:
     preset = presets.get(args.preset) if args.preset else None
     if preset and args.env not in (None, preset.env_id):
-        raise SystemExit(f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; drop one of them")
+        raise SystemExit(f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; "
+                         "drop one of them")
     env_id = args.env or preset.env_id
     overrides = run._config_overrides(args)
     try:
@@ -111,8 +113,10 @@ def _share(n_trials: int, n_jobs: int, worker: int) -> int:
 
 def _planned(args: argparse.Namespace, study: Any) -> int | None:
     """The trials this command means to run, for the progress bar."""
-    left = None if args.max_total_trials is None else max(0, args.max_total_trials - tuning.counted_trials(study))
-    return min(n for n in (args.n_trials, left) if n is not None)
+    limits = [] if args.n_trials is None else [args.n_trials]
+    if args.max_total_trials is not None:
+        limits.append(max(0, args.max_total_trials - tuning.counted_trials(study)))
+    return min(limits)
 
 
 def _note(line: str) -> None:
@@ -135,20 +139,22 @@ def _in_process(args: argparse.Namespace, study: Any, setup: tuning.TuneSetup) -
 
 def _with_workers(args: argparse.Namespace, study: Any, setup: tuning.TuneSetup) -> int:
     """Starts ``--n-jobs`` workers on the study, shows their trials as they finish, and waits for them."""
-    shares = [None if args.n_trials is None else _share(args.n_trials, args.n_jobs, k) for k in range(args.n_jobs)]
     workers = {}
-    for k, share in enumerate(shares):
-        if share == 0:
+    for k in range(args.n_jobs):
+        if args.n_trials is not None and _share(args.n_trials, args.n_jobs, k) == 0:
             continue
-        # Its study by name: a name left to the default is this process's, whatever the worker would pick.
-        command = [sys.executable, "-m", "gymjax", *args.argv, "--study-name", study.study_name, "--worker", str(k)]
+        # The study by its name: a default name is this process's choice, whatever the worker's would be.
+        command = [sys.executable, "-m", "gymjax", *args.argv, "--study-name", study.study_name,
+                   "--worker", str(k)]
         log = args.out / f"worker-{k}.log"
         with os.fdopen(files.open_fd(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as out:
-            workers[k] = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            workers[k] = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL)
     ours = {process.pid for process in workers.values()}
     seen: set[int] = set()
     stopped = _Forward(workers.values())
-    with stopped, tqdm(total=_planned(args, study), unit="trial", desc=f"tune ({len(workers)} processes)") as bar:
+    bar = tqdm(total=_planned(args, study), unit="trial", desc=f"tune ({len(workers)} processes)")
+    with stopped, bar:
         while True:
             done = all(process.poll() is not None for process in workers.values())
             for trial in study.get_trials(deepcopy=False):
@@ -160,7 +166,7 @@ def _with_workers(args: argparse.Namespace, study: Any, setup: tuning.TuneSetup)
             if done:
                 break
             time.sleep(POLL_S)
-    for number in tuning.fail_dead_trials(study):  # a worker killed mid-trial: its trial, now, not at the next start
+    for number in tuning.fail_dead_trials(study):  # a worker killed mid-trial: now, not at the next start
         _note(f"trial {number}: FAIL (its process died mid-trial; not counted)")
     if stopped.signum is not None:
         return 128 + stopped.signum
@@ -214,8 +220,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                    help="stop once the study holds N complete, pruned or running trials (all processes', "
                         "failed ones not counted): a continued tune runs only those left")
     p.add_argument("--minutes-per-trial", type=run._minutes, metavar="M",
-                   help="each trial's wall-clock budget, compile and evaluations included (default: each trial "
-                        "trains --timesteps steps)")
+                   help="each trial's wall-clock budget, compile and evaluations included (default: each "
+                        "trial trains --timesteps steps)")
     p.add_argument("--n-jobs", type=common.positive_int, default=1, metavar="J",
                    help="worker processes sharing the trials (needs --storage; default: %(default)s)")
     p.add_argument("--sampler", choices=("tpe", "random"), default="tpe", help="default: %(default)s")

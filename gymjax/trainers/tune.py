@@ -111,7 +111,8 @@ class Param:
 
     def to_json(self) -> dict[str, Any]:
         if self.type == "categorical":
-            return {"type": self.type, "choices": [list(c) if isinstance(c, tuple) else c for c in self.choices]}
+            choices = [list(c) if isinstance(c, tuple) else c for c in self.choices]
+            return {"type": self.type, "choices": choices}
         return {"type": self.type, "low": self.low, "high": self.high, "log": self.log}
 
 
@@ -200,7 +201,8 @@ def read_data_file(path: str | os.PathLike, what: str) -> Any:
     try:
         import yaml
     except ImportError:
-        raise TuneError(f"{what} {path}: reading YAML needs PyYAML ({EXTRA}), or give the file as .json") from None
+        raise TuneError(f"{what} {path}: reading YAML needs PyYAML ({EXTRA}), or give the file as .json") \
+            from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -236,7 +238,8 @@ def _parse_param(name: str, spec: Any, where: str) -> Param:
     allowed = {"type", "choices"} if kind == "categorical" else {"type", "low", "high", "log"}
     extra = sorted(set(spec) - allowed)
     if extra:
-        raise TuneError(f"{where}: a {kind} range takes {', '.join(sorted(allowed))}, not {', '.join(map(str, extra))}")
+        raise TuneError(f"{where}: a {kind} range takes {', '.join(sorted(allowed))}, "
+                        f"not {', '.join(map(str, extra))}")
     if kind == "categorical":
         choices = spec.get("choices")
         if not isinstance(choices, list) or not choices:
@@ -248,7 +251,8 @@ def _parse_param(name: str, spec: Any, where: str) -> Param:
         return Param("categorical", choices=tuple(choices))
     hint = typing.get_type_hints(PPOConfig)[name]
     if hint not in (int, float, int | None):
-        raise TuneError(f"{where}: the field is not a number: search it as type categorical, with its choices")
+        raise TuneError(f"{where}: the field is not a number: search it as type categorical, "
+                        "with its choices")
     if kind == "float" and hint is not float:
         raise TuneError(f"{where}: the field takes ints: use type int")
     low, high, log = spec.get("low"), spec.get("high"), spec.get("log", False)
@@ -371,12 +375,14 @@ def open_storage(url: str | None) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # the heartbeat's
             return optuna.storages.RDBStorage(
-                url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_INTERVAL_S, grace_period=HEARTBEAT_GRACE_S,
+                url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_INTERVAL_S,
+                grace_period=HEARTBEAT_GRACE_S,
             )
     except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, RuntimeError) as e:
         reason = " ".join(str(getattr(e, "orig", None) or e).split()).split(" (Background on")[0][:200]
-        raise TuneError(f"--storage {shown}: cannot open it ({type(e).__name__}: {reason}); expected {expected}") \
-            from None
+        raise TuneError(
+            f"--storage {shown}: cannot open it ({type(e).__name__}: {reason}); expected {expected}"
+        ) from None
 
 
 def masked(url: str | None) -> str:
@@ -446,11 +452,13 @@ def open_study(
     stored = study.user_attrs.get(SETUP_ATTR)
     if stored is None:
         if study.trials:
-            raise TuneError(f"study {name!r} in {masked(storage)} was not made by gymjax tune; give another --study-name")
+            raise TuneError(f"study {name!r} in {masked(storage)} was not made by gymjax tune; "
+                            "give another --study-name")
         study.set_user_attr(SETUP_ATTR, wanted)
     elif stored != wanted:
         raise TuneError(
-            f"study {name!r} in {masked(storage)} tunes another setup (it differs in {', '.join(_differences(stored, wanted))}); "
+            f"study {name!r} in {masked(storage)} tunes another setup (it differs in "
+            f"{', '.join(_differences(stored, wanted))}); "
             f"give the same flags to continue it, or another --study-name"
         )
     for number in fail_dead_trials(study):
@@ -646,7 +654,6 @@ def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
 
 # -- the report ------------------------------------------------------------------------------------
 
-PRESET_KEYS = ("name", "env_id", "env_kwargs", "settings", "origin")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -679,17 +686,21 @@ class PresetFile:
 def read_preset_file(path: str | os.PathLike) -> PresetFile:
     """A preset file (JSON or YAML), checked through PPOConfig: TuneError in one line otherwise."""
     data = read_data_file(path, "preset file")
-    expected = f"an object with {', '.join(PRESET_KEYS)} (what gymjax tune writes)"
-    if not isinstance(data, dict) or not {"env_id", "settings"} <= set(data) or set(data) - set(PRESET_KEYS):
+    keys = [f.name for f in dataclasses.fields(PresetFile)]
+    expected = f"an object with {', '.join(keys)} (what gymjax tune writes)"
+    if not isinstance(data, dict) or not {"env_id", "settings"} <= set(data) or set(data) - set(keys):
         raise TuneError(f"preset file {path}: expected {expected}, got {_short(data)}")
-    for key, kind in (("name", str), ("env_id", str), ("env_kwargs", dict), ("settings", dict), ("origin", str)):
-        if key in data and not isinstance(data[key], kind):
-            raise TuneError(f"preset file {path}: expected {key} as a {kind.__name__}, got {_short(data[key])}")
+    kinds = {"name": str, "env_id": str, "env_kwargs": dict, "settings": dict, "origin": str}
+    for key, value in data.items():
+        if not isinstance(value, kinds[key]):
+            raise TuneError(f"preset file {path}: expected {key} as a {kinds[key].__name__}, "
+                            f"got {_short(value)}")
     try:
         config = PPOConfig.from_dict(data["settings"])  # checked now, before any work
     except (ValueError, TypeError) as e:
         raise TuneError(f"preset file {path}: {e}") from None
-    settings = {name: getattr(config, name) for name in data["settings"]}  # JSON's lists as the config's tuples
+    # JSON's lists as the config's tuples
+    settings = {name: getattr(config, name) for name in data["settings"]}
     return PresetFile(data.get("name", pathlib.Path(path).stem), data["env_id"], data.get("env_kwargs", {}),
                       settings, data.get("origin", ""))
 
@@ -710,7 +721,8 @@ def best_preset(study: optuna.Study, setup: TuneSetup) -> PresetFile | None:
     origin = (
         f"gymjax tune, study {study.study_name!r}: trial {best.number} (return {best.value:.6g}, seed "
         f"{best.user_attrs.get('seed')}), the best of {states.count('COMPLETE')} complete trials "
-        f"({states.count('PRUNED')} pruned, {states.count('FAIL')} failed) of {budget} each on {socket.gethostname()}"
+        f"({states.count('PRUNED')} pruned, {states.count('FAIL')} failed) of {budget} each on "
+        f"{socket.gethostname()}"
     )
     return PresetFile(study.study_name, setup.env_id, setup.env_kwargs, settings, origin)
 
@@ -733,7 +745,9 @@ def check_out_dir(out: str | os.PathLike, study_name: str, storage: str | None) 
         held = None
     mine = {"study_name": study_name, "storage": masked(storage)}
     if storage is None or not isinstance(held, dict) or {k: held.get(k) for k in mine} != mine:
-        shown = f"study {held.get('study_name')!r} in {held.get('storage')}" if isinstance(held, dict) else "a report"
+        shown = "a report"
+        if isinstance(held, dict):
+            shown = f"study {held.get('study_name')!r} in {held.get('storage')}"
         raise TuneError(f"--out {out} holds the report of {shown}; pick another --out")
 
 

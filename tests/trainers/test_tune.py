@@ -3,6 +3,7 @@ SIGKILL mid-trial, pruning, workers sharing a study, the best preset trained wit
 --preset-file``, and bad input refused in one line before any trial."""
 
 import csv
+import itertools
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ import pytest
 from gymjax.cli import main
 from gymjax.trainers import tune
 
-optuna = pytest.importorskip("optuna")
+optuna = pytest.importorskip("optuna")  # the tune extra, in the dev extra
 
 # TINY's config (tests/trainers/ppo_configs.py) as flags: four one-iteration epochs, an evaluation after each.
 TINY_FLAGS = [
@@ -39,7 +40,8 @@ def space_file(tmp_path):
 
 
 def _flags(tmp_path, space_file, *more):
-    return ["tune", *TINY_FLAGS, "--search-space", str(space_file), "--storage", f"sqlite:///{tmp_path / 'tune.db'}",
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    return ["tune", *TINY_FLAGS, "--search-space", str(space_file), "--storage", storage,
             "--out", str(tmp_path / "out"), *more]
 
 
@@ -83,8 +85,8 @@ def test_three_trials_into_sqlite_read_back_and_the_best_trains(tmp_path, space_
 @pytest.mark.serial  # a process of its own, killed on a clock
 def test_a_study_killed_mid_trial_continues_and_never_counts_that_trial(tmp_path, space_file):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
-    child = subprocess.Popen([sys.executable, "-m", "gymjax", *_flags(tmp_path, space_file, "--n-trials", "3")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = [sys.executable, "-m", "gymjax", *_flags(tmp_path, space_file, "--n-trials", "3")]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     try:
         while True:  # until trial 0 is done and trial 1 has started
@@ -146,8 +148,10 @@ def test_workers_share_one_study(tmp_path, space_file):
 
 
 BAD_SPACES = [
-    ({"learning_rat": {"type": "float", "low": 1e-4, "high": 1e-3}}, "'learning_rat' is not a PPOConfig field"),
-    ({"learning_rate": {"type": "float", "low": -1.0, "high": 1e-3}}, "learning_rate = -1.0 is refused by PPOConfig"),
+    ({"learning_rat": {"type": "float", "low": 1e-4, "high": 1e-3}},
+     "'learning_rat' is not a PPOConfig field"),
+    ({"learning_rate": {"type": "float", "low": -1.0, "high": 1e-3}},
+     "learning_rate = -1.0 is refused by PPOConfig"),
     ({"activation": {"type": "categorical", "choices": ["tanh", "sigmoid"]}},
      "activation = 'sigmoid' is refused by PPOConfig"),
     ({"num_envs": {"type": "float", "low": 8, "high": 64}}, "takes ints: use type int"),
@@ -213,3 +217,54 @@ def test_bad_flags_and_files_are_refused_in_one_line(tmp_path, space_file, capsy
     err = capsys.readouterr().err.strip()
     assert "num_envs must be an int > 0" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_study_of_another_setup_is_refused_naming_what_differs(tmp_path, space_file):
+    from ppo_configs import TINY
+
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    other = TINY.replace(learning_rate=1e-3)
+    setup = tune.make_setup("JaxCartPole-v0", other, space={"gamma": SPACE["gamma"]})
+    tune.open_study(setup, storage, STUDY)
+    with pytest.raises(SystemExit) as refused:
+        main(_flags(tmp_path, space_file, "--n-trials", "1"))
+    text = str(refused.value.code)
+    assert "tunes another setup" in text and "config.learning_rate (0.001 there, 0.0003 here)" in text
+    assert "search_space" in text and "\n" not in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_yaml_and_json_search_spaces_read_alike(tmp_path):
+    yaml_file = tmp_path / "space.yaml"
+    yaml_file.write_text("learning_rate: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}\n"
+                         "policy_hidden_sizes: {type: categorical, choices: [[64], [64, 64]]}\n")
+    json_file = tmp_path / "space.json"
+    json_file.write_text(json.dumps({
+        "learning_rate": {"type": "float", "low": 1e-4, "high": 3e-3, "log": True},
+        "policy_hidden_sizes": {"type": "categorical", "choices": [[64], [64, 64]]},
+    }))
+    base = tune.PPOConfig()
+    spaces = [tune.parse_space(tune.read_data_file(path, "space"), base) for path in (yaml_file, json_file)]
+    assert spaces[0] == spaces[1]
+    assert spaces[0]["policy_hidden_sizes"] == tune.Param("categorical", choices=((64,), (64, 64)))
+
+
+def test_without_optuna_tune_says_which_extra_to_install(tmp_path, space_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if not installed: its import raises ImportError
+    with pytest.raises(SystemExit, match=r"tuning needs Optuna: pip install 'gymjax\[tune\]'"):
+        main(_flags(tmp_path, space_file, "--n-trials", "1"))
+
+
+def test_only_gymjax_tune_imports_optuna():
+    code = "import sys, gymjax.cli.commands; assert 'optuna' not in sys.modules, 'optuna imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("kind", sorted(tune.SPACES))
+def test_default_spaces_are_valid_and_every_batch_splits(kind):
+    space = tune.SPACES[kind]
+    # Each range's ends and choices pass PPOConfig, and the JSON form (DIR/tune.json) reads back the same.
+    assert tune.parse_space(tune.space_to_json(space), tune.PPOConfig()) == space
+    sizes = [space[name].choices for name in ("num_envs", "unroll_length", "num_minibatches")]
+    for num_envs, unroll_length, num_minibatches in itertools.product(*sizes):
+        tune.PPOConfig(num_envs=num_envs, unroll_length=unroll_length, num_minibatches=num_minibatches)
