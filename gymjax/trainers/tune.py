@@ -18,7 +18,12 @@ process that opens the study on the same host marks it FAILED (each trial record
 and start time of its process), and Optuna's heartbeat does the same for other hosts' after
 :data:`HEARTBEAT_GRACE_S`. A failed trial is never a result: not the best, not in the importances.
 
-Optuna is imported by the functions that need it: ``pip install 'gymjax[tune]'``.
+Optuna is imported by the functions that need it: ``pip install 'gymjax[tune]'``. From Python::
+
+    setup = tune.make_setup("JaxCartPole-v0", PPOConfig.preset("cartpole"), minutes_per_trial=1)
+    study = tune.open_study(setup, "sqlite:///tune.db")      # created, or continued
+    tune.optimize(study, setup, n_trials=20)
+    tune.write_report("runs/tune", study, setup)             # best_preset.json, trials.csv, plots
 """
 
 from __future__ import annotations
@@ -765,6 +770,7 @@ def write_report(
     """Writes ``trials.csv``, ``best_preset.json`` and, with ``plots``, Optuna's optimization history
     and parameter importances as PNGs; returns a line for each file written or left out."""
     out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     trials = study.get_trials(deepcopy=False)
     lines = []
     files.replace_text(out / "trials.csv", trials_csv(trials))
