@@ -4,6 +4,8 @@
   learning curve, video); ``--resume`` continues it.
 - ``gymjax eval`` / ``gymjax render``: a run directory's latest checkpoint,
   evaluated or rendered to a video. (These three: :mod:`gymjax.cli.run`.)
+- ``gymjax tune``: searches PPO's hyperparameters with Optuna; writes the best as a preset file
+  for ``gymjax train --preset-file`` (:mod:`gymjax.cli.tune`).
 - ``gymjax crosscheck``: GAE and episode metrics computed by gymjax, SB3 and
   the torch agent on one rollout; exits non-zero on a mismatch
   (:mod:`gymjax.cli.checks`).
@@ -24,13 +26,13 @@ import sys
 import jax
 
 import gymjax  # noqa: F401  (registers the ids with Gymnasium)
-from gymjax.cli import checks, common, demo, run
+from gymjax.cli import checks, common, demo, run, tune
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = common.Parser(prog="gymjax", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (run, checks, demo):
+    for module in (run, tune, checks, demo):
         module.add_commands(commands)
 
     argv = sys.argv[1:] if argv is None else list(argv)

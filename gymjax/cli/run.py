@@ -31,6 +31,7 @@ from gymjax.cli import common
 from gymjax.core import Env
 from gymjax.trainers import artifacts, best, distributed, files, reference, rundir, trackers
 from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers import tune as tuning
 from gymjax.trainers.ppo import PPOConfig, TrainingStopped, budget, load_policy_and_meta, presets
 from gymjax.trainers.ppo.acting import evaluate
 from gymjax.wrappers.training import make_eval_env
@@ -87,6 +88,13 @@ def _preset_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _preset_file(text: str) -> tuning.PresetFile:
+    try:
+        return tuning.read_preset_file(text)
+    except tuning.TuneError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _minutes(text: str) -> float:
     try:
         return budget.check_minutes(float(text))
@@ -107,19 +115,24 @@ def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
     """A new run's record from the flags; refused in one line before anything is written."""
-    preset = presets.get(args.preset) if args.preset else None
+    if args.preset and args.preset_file:
+        raise SystemExit("--preset and --preset-file each give the config to start from; drop one of them")
+    preset = presets.get(args.preset) if args.preset else args.preset_file
+    flag = f"--preset {args.preset}" if args.preset else "--preset-file"
     if preset and args.env not in (None, preset.env_id):
         raise SystemExit(
-            f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; drop one of them "
+            f"{flag} is tuned for {preset.env_id}, not --env {args.env}; drop one of them "
             f"(presets: {presets.listing()})"
         )
-    env = args.env or (None if args.preset else common.DEFAULT_ENV)
+    env = args.env or (preset.env_id if preset else common.DEFAULT_ENV)
     try:
-        config = PPOConfig.preset(args.preset, **overrides) if args.preset else PPOConfig(**overrides)
+        config = PPOConfig(**{**(preset.settings if preset else {}), **overrides})
     except ValueError as e:
         raise SystemExit(f"invalid config: {e}") from None
+    # A tuned preset's env options come with it; --env-kwargs replaces them.
+    env_kwargs = envs.parse_env_kwargs(args.env_kwargs) or getattr(preset, "env_kwargs", {})
     record = rundir.new_record(
-        env, config, env_kwargs=envs.parse_env_kwargs(args.env_kwargs), preset=args.preset,
+        env, config, env_kwargs=env_kwargs, preset=args.preset,
         metrics_format=_metrics_format(args), tensorboard=_tensorboard(args), video=args.video, minutes=args.minutes,
     )
     return lambda: rundir.plan_fresh(args.run_dir, record, _trackers(args), _tracker_options(args))
@@ -158,6 +171,7 @@ def _tracker_options(args: argparse.Namespace) -> trackers.TrackerOptions:
 def _resume_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
     changed = sorted(set(overrides) - {"num_timesteps"})
     changed += ["--env-kwargs"] * bool(args.env_kwargs) + ["--preset"] * bool(args.preset)
+    changed += ["--preset-file"] * bool(args.preset_file)
     changed += ["--minutes"] * (args.minutes is not None)  # a timed run continues the steps it chose
     if changed:
         raise SystemExit(
@@ -436,6 +450,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     common.add_run_dir(p)
     p.add_argument("--preset", type=_preset_name, metavar="NAME",
                    help=f"start from a tuned config: {presets.listing()}; the flags below override its fields")
+    p.add_argument("--preset-file", type=_preset_file, metavar="FILE",
+                   help="start from a preset file (JSON or YAML; gymjax tune writes DIR/best_preset.json), its env "
+                        "and config; the flags below override its fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
     p.add_argument("--minutes", type=_minutes, metavar="M",
                    help="instead of --timesteps: time this machine first, then train the most env steps that end by "

@@ -1,0 +1,270 @@
+"""``gymjax tune``: trials into SQLite read back with Optuna's own API, a study continued after a
+SIGKILL mid-trial, pruning, workers sharing a study, the best preset trained with ``train
+--preset-file``, and bad input refused in one line before any trial."""
+
+import csv
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gymjax.cli import main
+from gymjax.trainers import tune
+
+optuna = pytest.importorskip("optuna")  # the tune extra, in the dev extra
+
+# TINY's config (tests/trainers/ppo_configs.py) as flags: four one-iteration epochs, an evaluation after each.
+TINY_FLAGS = [
+    "--env", "JaxCartPole-v0", "--timesteps", "512", "--num-envs", "8", "--unroll-length", "16",
+    "--num-minibatches", "2", "--update-epochs", "2", "--num-evals", "4", "--num-eval-envs", "4",
+    "--policy-hidden-sizes", "16,16", "--value-hidden-sizes", "16,16",
+]
+# Few values, so the compiled programs repeat between trials and runs (JAX's disk cache).
+SPACE = {
+    "learning_rate": {"type": "categorical", "choices": [3e-4, 1e-3]},
+    "gamma": {"type": "categorical", "choices": [0.95, 0.99]},
+}
+STUDY = "gymjax-JaxCartPole-v0"  # the default study name of the flags above
+
+
+@pytest.fixture
+def space_file(tmp_path):
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(SPACE))
+    return path
+
+
+def _flags(tmp_path, space_file, *more):
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    return ["tune", *TINY_FLAGS, "--search-space", str(space_file), "--storage", storage,
+            "--out", str(tmp_path / "out"), *more]
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_three_trials_into_sqlite_read_back_and_the_best_trains(tmp_path, space_file):
+    assert main(_flags(tmp_path, space_file, "--n-trials", "3")) == 0
+
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'tune.db'}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
+    for t in study.trials:
+        assert t.user_attrs["seed"] == t.number  # the base seed 0 plus the trial's number
+        assert t.user_attrs["env_steps"] == t.user_attrs["num_timesteps"] == 512
+        # each of the 4 evaluations reported at its index; the value is the last one's
+        assert sorted(t.intermediate_values) == [0, 1, 2, 3] and t.value == t.intermediate_values[3]
+        assert set(t.params) == set(SPACE) and t.params["gamma"] in (0.95, 0.99)
+    assert study.user_attrs[tune.SETUP_ATTR]["search_space"] == SPACE
+
+    out = tmp_path / "out"
+    rows = _rows(out / "trials.csv")
+    assert [(int(r["number"]), r["state"], float(r["value"])) for r in rows] == [
+        (t.number, "COMPLETE", t.value) for t in study.trials
+    ]
+    for name in ("optimization_history.png", "param_importances.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG", name
+
+    preset = json.loads((out / "best_preset.json").read_text())
+    best = study.best_trial
+    assert preset["env_id"] == "JaxCartPole-v0" and f"trial {best.number}" in preset["origin"]
+    run_dir = tmp_path / "run"
+    assert main(["train", "--preset-file", str(out / "best_preset.json"), "--run-dir", str(run_dir),
+                 "--quiet", "--no-video"]) == 0
+    config = json.loads((run_dir / "run.json").read_text())["config"]
+    assert {k: config[k] for k in SPACE} == best.params
+    assert config["policy_hidden_sizes"] == [16, 16] and config["num_timesteps"] == 512
+
+
+@pytest.mark.serial  # a process of its own, killed on a clock
+def test_a_study_killed_mid_trial_continues_and_never_counts_that_trial(tmp_path, space_file):
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    command = [sys.executable, "-m", "gymjax", *_flags(tmp_path, space_file, "--n-trials", "3")]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while True:  # until trial 0 is done and trial 1 has started
+            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "trial 1 never started"
+            try:
+                trials = optuna.load_study(study_name=STUDY, storage=storage).trials
+            except KeyError:  # the study is not created yet
+                trials = []
+            if len(trials) == 2 and trials[1].state.name == "RUNNING" and "worker" in trials[1].user_attrs:
+                break
+            time.sleep(0.2)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stderr.close()
+    killed = optuna.load_study(study_name=STUDY, storage=storage).trials[1]
+    assert killed.state.name == "RUNNING" and killed.user_attrs["worker"]["pid"] == child.pid
+
+    # The same command, asked for 3 trials in all: the killed one is failed, not counted, so 2 more run.
+    assert main(_flags(tmp_path, space_file, "--max-total-trials", "3")) == 0
+    study = optuna.load_study(study_name=STUDY, storage=storage)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert study.best_trial.number != 1
+    rows = _rows(tmp_path / "out" / "trials.csv")
+    assert [r["state"] for r in rows] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert "of 3 complete trials (0 pruned, 1 failed)" in json.loads(
+        (tmp_path / "out" / "best_preset.json").read_text())["origin"]
+
+
+def test_a_pruner_that_must_prune_stops_a_timed_trial(space_file):
+    from ppo_configs import TINY
+
+    # 20 evaluations: the first comes after a twentieth of the minute's steps.
+    setup = tune.make_setup("JaxCartPole-v0", TINY.replace(num_evals=20), space=SPACE, minutes_per_trial=1.0)
+    # Every return is below a billion: the first evaluation's report prunes the trial.
+    study = tune.open_study(setup, pruner=optuna.pruners.ThresholdPruner(lower=1e9), say=lambda line: None)
+    tune.optimize(study, setup, n_trials=1)
+    (trial,) = study.trials
+    assert trial.state.name == "PRUNED" and list(trial.intermediate_values) == [0]
+    # The budget chose the steps of a minute; pruning stopped the run at the epoch of its first evaluation.
+    chosen, made = trial.user_attrs["num_timesteps"], trial.user_attrs["env_steps"]
+    config = setup.trial_config(trial.params, 0).replace(num_timesteps=chosen)
+    evaluated = next(epoch for epoch in range(config.num_epochs) if config.eval_after_epoch(epoch))
+    assert made == (evaluated + 1) * config.env_steps_per_epoch < chosen
+    assert "PRUNED at evaluation 1" in tune.describe(trial)
+
+
+@pytest.mark.serial  # three processes of its own
+def test_workers_share_one_study(tmp_path, space_file):
+    assert main(_flags(tmp_path, space_file, "--n-trials", "2", "--n-jobs", "2")) == 0
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'tune.db'}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+    pids = {t.user_attrs["worker"]["pid"] for t in study.trials}
+    assert len(pids) == 2 and os.getpid() not in pids  # one trial in each worker process
+    assert len(_rows(tmp_path / "out" / "trials.csv")) == 2
+    for k in (0, 1):
+        assert (tmp_path / "out" / f"worker-{k}.log").exists()
+
+
+BAD_SPACES = [
+    ({"learning_rat": {"type": "float", "low": 1e-4, "high": 1e-3}},
+     "'learning_rat' is not a PPOConfig field"),
+    ({"learning_rate": {"type": "float", "low": -1.0, "high": 1e-3}},
+     "learning_rate = -1.0 is refused by PPOConfig"),
+    ({"activation": {"type": "categorical", "choices": ["tanh", "sigmoid"]}},
+     "activation = 'sigmoid' is refused by PPOConfig"),
+    ({"num_envs": {"type": "float", "low": 8, "high": 64}}, "takes ints: use type int"),
+    ({"gamma": {"type": "float", "low": 0.99, "high": 0.9}}, "expected low <= high"),
+    ({"entropy_cost": {"type": "float", "low": 0.0, "high": 0.1, "log": True}}, "a log scale needs low > 0"),
+    ({"seed": {"type": "int", "low": 0, "high": 9}}, "seed is not searched"),
+    ({"gamma": {"type": "categorical", "choices": []}}, "non-empty list"),
+    ({"gamma": {"type": "uniform", "low": 0.9, "high": 0.99}}, "expected {type: float|int|categorical"),
+    ([], "expected a non-empty mapping"),
+]
+
+
+@pytest.mark.parametrize("space, message", BAD_SPACES, ids=[m for _, m in BAD_SPACES])
+def test_bad_search_spaces_are_refused_in_one_line_before_any_trial(tmp_path, space, message):
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(space))
+    with pytest.raises(SystemExit) as refused:
+        main(_flags(tmp_path, path, "--n-trials", "1"))
+    assert message in str(refused.value.code) and "\n" not in str(refused.value.code)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "tune.db").exists()
+
+
+@pytest.mark.parametrize("url, message", [
+    ("tune.db", "expected an RDB URL"),
+    ("nosuchdb://host/db", "cannot open it"),
+    ("sqlite:////nonexistent-gymjax-dir/tune.db", "cannot open it"),
+    ("postgresql://user:secret@127.0.0.1:1/db", "cannot open it"),
+])
+def test_bad_storage_urls_are_refused_in_one_line_before_any_trial(tmp_path, space_file, url, message):
+    flags = _flags(tmp_path, space_file, "--n-trials", "1")
+    flags[flags.index("--storage") + 1] = url
+    with pytest.raises(SystemExit) as refused:
+        main(flags)
+    text = str(refused.value.code)
+    assert message in text and "\n" not in text and "secret" not in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_flags_and_files_are_refused_in_one_line(tmp_path, space_file, capsys):
+    memory = ["tune", *TINY_FLAGS, "--search-space", str(space_file), "--out", str(tmp_path / "out")]
+    for argv, message in [
+        (memory, "give --n-trials N"),
+        ([*memory, "--n-trials", "1", "--n-jobs", "2"], "give --storage"),
+        ([*memory, "--n-trials", "1", "--minutes-per-trial", "1"], "drop --timesteps"),
+    ]:
+        with pytest.raises(SystemExit, match=message):
+            main(argv)
+    assert not (tmp_path / "out").exists()
+
+    # A directory holding another study's report (here an in-memory one, kept nowhere else) is not reused.
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / tune.REPORT_FILE).write_text(json.dumps({"study_name": STUDY, "storage": "memory"}))
+    with pytest.raises(SystemExit, match="holds the report of study"):
+        main([*memory, "--n-trials", "1"])
+
+    # A preset file PPOConfig refuses: one line from argparse, status 2.
+    bad = tmp_path / "bad_preset.json"
+    bad.write_text(json.dumps({"env_id": "JaxCartPole-v0", "settings": {"num_envs": 0}}))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main(["train", "--preset-file", str(bad), "--run-dir", str(tmp_path / "run")])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "num_envs must be an int > 0" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_study_of_another_setup_is_refused_naming_what_differs(tmp_path, space_file):
+    from ppo_configs import TINY
+
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    other = TINY.replace(learning_rate=1e-3)
+    setup = tune.make_setup("JaxCartPole-v0", other, space={"gamma": SPACE["gamma"]})
+    tune.open_study(setup, storage, STUDY)
+    with pytest.raises(SystemExit) as refused:
+        main(_flags(tmp_path, space_file, "--n-trials", "1"))
+    text = str(refused.value.code)
+    assert "tunes another setup" in text and "config.learning_rate (0.001 there, 0.0003 here)" in text
+    assert "search_space" in text and "\n" not in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_yaml_and_json_search_spaces_read_alike(tmp_path):
+    yaml_file = tmp_path / "space.yaml"
+    yaml_file.write_text("learning_rate: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}\n"
+                         "policy_hidden_sizes: {type: categorical, choices: [[64], [64, 64]]}\n")
+    json_file = tmp_path / "space.json"
+    json_file.write_text(json.dumps({
+        "learning_rate": {"type": "float", "low": 1e-4, "high": 3e-3, "log": True},
+        "policy_hidden_sizes": {"type": "categorical", "choices": [[64], [64, 64]]},
+    }))
+    base = tune.PPOConfig()
+    spaces = [tune.parse_space(tune.read_data_file(path, "space"), base) for path in (yaml_file, json_file)]
+    assert spaces[0] == spaces[1]
+    assert spaces[0]["policy_hidden_sizes"] == tune.Param("categorical", choices=((64,), (64, 64)))
+
+
+def test_without_optuna_tune_says_which_extra_to_install(tmp_path, space_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if not installed: its import raises ImportError
+    with pytest.raises(SystemExit, match=r"tuning needs Optuna: pip install 'gymjax\[tune\]'"):
+        main(_flags(tmp_path, space_file, "--n-trials", "1"))
+
+
+def test_only_gymjax_tune_imports_optuna():
+    code = "import sys, gymjax.cli.commands; assert 'optuna' not in sys.modules, 'optuna imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("kind", sorted(tune.SPACES))
+def test_default_spaces_are_valid_and_every_batch_splits(kind):
+    space = tune.SPACES[kind]
+    # Each range's ends and choices pass PPOConfig, and the JSON form (DIR/tune.json) reads back the same.
+    assert tune.parse_space(tune.space_to_json(space), tune.PPOConfig()) == space
+    sizes = [space[name].choices for name in ("num_envs", "unroll_length", "num_minibatches")]
+    for num_envs, unroll_length, num_minibatches in itertools.product(*sizes):
+        tune.PPOConfig(num_envs=num_envs, unroll_length=unroll_length, num_minibatches=num_minibatches)
