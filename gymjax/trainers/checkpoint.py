@@ -313,9 +313,12 @@ class Checkpointer:
                 failure = None
             except Exception as e:
                 failure = e
-                # Orbax raises the first failure while the save's other threads still write (another
-                # item's arrays, its metadata) and log their own failure: held until they end.
-                _join_started_since(threads, SAVE_THREADS_WAIT_S)
+                if disk_error(e) is not None:
+                    # Orbax raises the first failure while the save's other threads still write
+                    # (another item's arrays, its metadata) and log their own failure: held until
+                    # they end. Not for other failures: with a process of several gone, a wait here
+                    # outlasts the heartbeat timeout, and JAX's runtime aborts before the error is said.
+                    _join_started_since(threads, SAVE_THREADS_WAIT_S)
         cause = None if failure is None else disk_error(failure)
         if cause is None:
             quiet.emit(held)
