@@ -262,8 +262,10 @@ register("JaxMultiHopper-v0", _MULTI, 1000, kwargs={"scenario": "Hopper", "agent
 register("JaxMultiWalker2d-v0", _MULTI, 1000, kwargs={"scenario": "Walker2d", "agent_conf": "2x3"}, multi_agent=True)
 register("JaxMultiSwimmer-v0", _MULTI, 1000, kwargs={"scenario": "Swimmer", "agent_conf": "2x1"}, multi_agent=True)
 register("JaxMultiReacher-v0", _MULTI, 50, kwargs={"scenario": "Reacher", "agent_conf": "2x1"}, multi_agent=True)
-register("JaxMultiHumanoid-v0", _MULTI, 1000, kwargs={"scenario": "Humanoid", "agent_conf": "9|8"}, multi_agent=True)
-register("JaxMultiHumanoidStandup-v0", _MULTI, 1000, kwargs={"scenario": "HumanoidStandup", "agent_conf": "9|8"}, multi_agent=True)
+register("JaxMultiHumanoid-v0", _MULTI, 1000, kwargs={"scenario": "Humanoid", "agent_conf": "9|8"},
+         multi_agent=True)
+register("JaxMultiHumanoidStandup-v0", _MULTI, 1000, kwargs={"scenario": "HumanoidStandup", "agent_conf": "9|8"},
+         multi_agent=True)
 register("JaxCartPole-v0", f"{_CLASSIC}.cartpole:CartPole", max_episode_steps=500, reference_id="CartPole-v1")  # v1's limit (v0's was 200)
 register("JaxPendulum-v0", f"{_CLASSIC}.pendulum:Pendulum", max_episode_steps=200, reference_id="Pendulum-v1")
 register("JaxAcrobot-v0", f"{_CLASSIC}.acrobot:Acrobot", max_episode_steps=500, reference_id="Acrobot-v1")

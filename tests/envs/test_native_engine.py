@@ -24,7 +24,8 @@ from gymjax.wrappers.training import wrap_for_training
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the native MuJoCo engine is not built here")
 
-MUJOCO_IDS = [i for i in envs.registered_ids() if i in envs.CATALOG and envs.spec(i).entry_point.startswith("gymjax.envs.mujoco.")]
+MUJOCO_IDS = [i for i in envs.registered_ids()
+              if i in envs.CATALOG and envs.spec(i).entry_point.startswith("gymjax.envs.mujoco.")]
 N, STEPS, EPISODE = 5, 24, 7
 
 
