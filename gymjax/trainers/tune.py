@@ -193,9 +193,9 @@ def read_data_file(path: str | os.PathLike, what: str) -> Any:
     if suffix not in (".json", ".yaml", ".yml"):
         raise TuneError(f"{what} {path}: expected a .json, .yaml or .yml file")
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise TuneError(f"{what} {path}: larger than {MAX_FILE_BYTES:,} bytes; not read")
-        text = path.read_text(encoding="utf-8")
+        text = files.read_text(path, MAX_FILE_BYTES)  # regular files only, never waited on, capped
+    except files.UnsafePath as e:  # a link, a FIFO or device, or too large: its message names the file
+        raise TuneError(f"{what}: {e.strerror}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise TuneError(f"{what} {path}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
     if suffix == ".json":

@@ -268,3 +268,24 @@ def test_default_spaces_are_valid_and_every_batch_splits(kind):
     sizes = [space[name].choices for name in ("num_envs", "unroll_length", "num_minibatches")]
     for num_envs, unroll_length, num_minibatches in itertools.product(*sizes):
         tune.PPOConfig(num_envs=num_envs, unroll_length=unroll_length, num_minibatches=num_minibatches)
+
+
+def test_a_fifo_or_an_oversized_file_is_refused_not_waited_on(tmp_path):
+    import threading
+
+    fifo = tmp_path / "space.json"
+    os.mkfifo(fifo)
+    refused = []
+    reader = threading.Thread(target=lambda: refused.append(_refusal(fifo)), daemon=True)
+    reader.start()
+    reader.join(10)  # reading a FIFO would wait for a writer forever
+    assert refused == [f"space: {fifo} is not a regular file; gymjax wrote none such"]
+    big = tmp_path / "big.json"
+    big.write_text(" " * (tune.MAX_FILE_BYTES + 1))
+    assert f"{big} is larger than {tune.MAX_FILE_BYTES:,} bytes" in _refusal(big)
+
+
+def _refusal(path):
+    with pytest.raises(tune.TuneError) as e:
+        tune.read_data_file(path, "space")
+    return str(e.value)
