@@ -306,20 +306,19 @@ class Checkpointer:
             meta["hook_state"] = True  # so a step that lost its hooks item reads as damaged, not as old
         args = ocp.args.Composite(**items, **{META: ocp.args.JsonSave(meta)})
         threads = set(threading.enumerate())
+        failure = cause = None
         with quiet.held_logs() as held:
             try:
                 self.manager.save(step, args=args, force=True)
                 self.manager.wait_until_finished()
-                failure = None
             except Exception as e:
-                failure = e
-                if disk_error(e) is not None:
+                failure, cause = e, disk_error(e)
+                if cause is not None:
                     # Orbax raises the first failure while the save's other threads still write
                     # (another item's arrays, its metadata) and log their own failure: held until
                     # they end. Not for other failures: with a process of several gone, a wait here
                     # outlasts the heartbeat timeout, and JAX's runtime aborts before the error is said.
                     _join_started_since(threads, SAVE_THREADS_WAIT_S)
-        cause = None if failure is None else disk_error(failure)
         if cause is None:
             quiet.emit(held)
             if failure is not None:
