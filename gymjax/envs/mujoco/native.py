@@ -7,9 +7,10 @@ no Python and no GIL, where the callback engine reaches the same batch engine th
 ``pure_callback`` and ``mujoco.batch``'s Python face. A reset runs inside the call too, and with
 :meth:`NativeEngine.step_or_reset` only the envs it names reset, in the same call as the others step.
 
-The extension is built by ``pip install`` (``setup.py``). Where it is missing (no compiler, a
-MuJoCo without ``mjbatch.h``, or one whose library is not the one it was built against),
-:func:`make_engine` falls back to the callback engine and says so once.
+The extension is built by ``pip install`` (``setup.py``). Where it is missing (no compiler, or a
+MuJoCo whose library is not the one it was built against), :func:`make_engine` falls back to the
+callback engine and says so once; a MuJoCo before 4.0 has no batch engine for either, and
+:func:`make_engine` says what to install.
 """
 
 from __future__ import annotations
