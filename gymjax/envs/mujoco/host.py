@@ -276,6 +276,8 @@ class HostPhysics:
     def _run(self, n, fields, state=None, ctrl=None, reset=None, qpos=None, qvel=None) -> np.ndarray:
         """Steps the rows of ``state`` where ``reset`` does not hold, resets those where it does
         (all rows when there is no state); returns one uint32 ``[n, words]`` buffer (:func:`layout`)."""
+        if n == 0:  # a batch of no simulations cannot be made
+            return np.zeros((0, self.words), np.uint32)
         reset = np.full(n, state is None) if reset is None else np.asarray(reset, bool)
         stepping = np.flatnonzero(~reset) if state is not None else np.empty(0, np.intp)
         resetting = np.flatnonzero(reset)
