@@ -1,4 +1,7 @@
-"""HostPhysics's shortcuts against MuJoCo's plain sequence, bit for bit (no JAX involved)."""
+"""HostPhysics (the fallback engine's host side, on ``mujoco.batch``) against MuJoCo's plain
+sequence on one MjData, bit for bit (no JAX involved)."""
+
+import copy
 
 import mujoco
 import numpy as np
@@ -39,8 +42,8 @@ def _reference_reset(model, qpos, qvel):
 
 
 def test_reset_is_mj_forwards_even_on_data_that_stepped_before(ant_model):
-    """The reset writes the state in NumPy and runs mj_kinematics only; its outputs must be
-    mj_forward's, cfrc_ext zero included, whatever the threads' MjData held before."""
+    """The reset writes the state in NumPy and stops at the position stage; its outputs must be
+    mj_forward's, cfrc_ext zero included, whatever the batch's MjData held before."""
     physics = HostPhysics(ant_model, frame_skip=5, nthread=2, fields=ANT_FIELDS)
     qpos, qvel = _start(ant_model, 24)
     words = physics.init(qpos, qvel, {})
@@ -59,7 +62,7 @@ def test_reset_is_mj_forwards_even_on_data_that_stepped_before(ant_model):
 
 
 def test_results_do_not_depend_on_which_thread_steps_which_env(ant_model):
-    """Threads take envs from a shared counter, so the split varies from call to call."""
+    """The batch's threads take simulations as they come, so the split varies from call to call."""
     qpos, qvel = _start(ant_model, 13, seed=1)
     ctrl = np.random.default_rng(2).uniform(-1, 1, (20, 13, ant_model.nu)).astype(np.float32)
     results = []
@@ -89,4 +92,71 @@ def test_a_model_with_sensors_resets_through_mj_forward(ant_model):
         np.testing.assert_array_equal(words.state[i].view(np.float64), state)
         np.testing.assert_array_equal(words.fields["xpos"][i], xpos.astype(np.float32))
         np.testing.assert_array_equal(words.fields["cfrc_ext"][i], cfrc.astype(np.float32))
+    physics.close()
+
+
+def _reference_step(model, state, ctrl, frame_skip=5):
+    """Gymnasium's do_simulation from ``state``: mj_step frame_skip times, then mj_rnePostConstraint."""
+    data = mujoco.MjData(model)
+    mujoco.mj_setState(model, data, state, STATE_SPEC)
+    data.ctrl[:] = ctrl
+    mujoco.mj_step(model, data, nstep=frame_skip)
+    mujoco.mj_rnePostConstraint(model, data)
+    out = np.empty(mujoco.mj_stateSize(model, STATE_SPEC))
+    mujoco.mj_getState(model, data, out, STATE_SPEC)
+    return out, data
+
+
+def _parts(data):
+    """Every array of a :class:`HostData` of NumPy views."""
+    return [data.state, data.qpos, data.qvel, *data.fields.values(), *data.residual.values()]
+
+
+def test_a_masked_call_resets_the_envs_it_names_and_steps_the_others(ant_model):
+    """step_or_reset: each row is the step's or the reset's, as if run alone; init_where leaves the
+    rows it does not name zero. The JAX state is the truth: the same state stepped again is the
+    same, whatever the batch ran in between."""
+    physics = HostPhysics(ant_model, frame_skip=5, nthread=2, fields=ANT_FIELDS)
+    qpos, qvel = _start(ant_model, 6, seed=4)
+    state = physics.split(physics.init(qpos, qvel, {})).state
+    ctrl = np.random.default_rng(5).uniform(-1, 1, (6, ant_model.nu)).astype(np.float32)
+    reset = np.array([False, True, False, False, True, False])
+    fresh_qpos, fresh_qvel = _start(ant_model, 6, seed=6)
+    mixed = physics.split(physics.step_or_reset(np.array(state), ctrl, reset, fresh_qpos, fresh_qvel, {}))
+    stepped = physics.split(physics.step(np.array(state), ctrl, {}))
+    fresh = physics.split(physics.init(fresh_qpos, fresh_qvel, {}))
+    for i in range(6):
+        want = fresh if reset[i] else stepped
+        for x, y in zip(_parts(mixed), _parts(want)):
+            np.testing.assert_array_equal(x[i], y[i])
+    for i in np.flatnonzero(~reset):
+        state_i, data = _reference_step(ant_model, state[i].view(np.float64), ctrl[i])
+        np.testing.assert_array_equal(mixed.state[i].view(np.float64), state_i)
+        np.testing.assert_array_equal(mixed.fields["cfrc_ext"][i], data.cfrc_ext.astype(np.float32))
+    some = physics.split(physics.init_where(reset, fresh_qpos, fresh_qvel, {}))
+    np.testing.assert_array_equal(some.state[reset], fresh.state[reset])
+    assert not some.state[~reset].any() and not some.fields["xpos"][~reset].any()
+    physics.close()
+
+
+def test_randomized_fields_reach_the_post_constraint_pass(ant_model):
+    """mj_rnePostConstraint runs per simulation on that simulation's model: cacc starts from the
+    (randomized) gravity."""
+    fields = ANT_FIELDS + ("cacc",)
+    physics = HostPhysics(ant_model, frame_skip=5, nthread=2, fields=fields)
+    qpos, qvel = _start(ant_model, 4, seed=7)
+    state = physics.split(physics.init(qpos, qvel, {})).state
+    ctrl = np.zeros((4, ant_model.nu), np.float32)
+    gravity = np.array([[0, 0, -9.81], [0, 0, -3.0], [1.0, 0, -9.81], [0, 0, -20.0]], np.float32)
+    out = physics.split(physics.step(np.array(state), ctrl, {"opt.gravity": gravity}))
+    for i in range(4):
+        model = copy.copy(ant_model)
+        model.opt.gravity[:] = gravity[i]
+        state_i, data = _reference_step(model, state[i].view(np.float64), ctrl[i])
+        np.testing.assert_array_equal(out.state[i].view(np.float64), state_i)
+        np.testing.assert_array_equal(out.fields["cacc"][i], data.cacc.astype(np.float32))
+        np.testing.assert_array_equal(out.fields["cfrc_ext"][i], data.cfrc_ext.astype(np.float32))
+    # Nominal again when a call names no field.
+    nominal = physics.split(physics.step(np.array(state), ctrl, {}))
+    np.testing.assert_array_equal(nominal.fields["cacc"][0, 0, 3:], -ant_model.opt.gravity.astype(np.float32))
     physics.close()

@@ -1,9 +1,9 @@
 """MuJoCo's batch engine through XLA FFI (gymjax.envs.mujoco.native) against the callback engine.
 
-The callback engine (``host.CallbackEngine``, a ``pure_callback`` over a Python thread pool) is the
-engine gymjax ran before the native one and the one it falls back to: every MuJoCo task's batched
-trajectories, masked resets in both auto-reset modes, randomized model fields and action repeat
-included, must be the same bits on both.
+The callback engine (``host.CallbackEngine``, ``mujoco.batch`` under a ``pure_callback``) is the one
+gymjax falls back to without a compiler: every MuJoCo task's batched trajectories, masked resets in
+both auto-reset modes, randomized model fields and action repeat included, must be the same bits on
+both, from the same calls.
 """
 
 import pickle
@@ -85,6 +85,7 @@ def test_trajectories_are_the_callback_engines_bit_for_bit(env_id, mode, randomi
     assert N < ran["reset"] < N * (1 + STEPS // 2), ran
     if mode == "next_step":  # a reset happens in the call that steps the other envs
         assert ran["calls"] == 1 + STEPS * (1 if not randomize else 2), ran
+    assert theirs._host.stats() == ran  # the fallback takes the same masked path
 
 
 def test_vmap_over_two_batch_axes_is_one_flat_batch():
@@ -188,14 +189,30 @@ def test_without_the_extension_the_callback_engine_runs_and_says_so(monkeypatch)
     native._say_fallback.cache_clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fallen = gymjax.make("JaxHopper-v0", engine="mujoco")
-        gymjax.make("JaxHopper-v0", engine="mujoco")
+        fallen = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
+        gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
     said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert len(said) == 1 and "not built" in said[0] and "callback engine" in said[0], said  # once
+    assert len(said) == 1 and "not built" in said[0] and "mujoco.batch" in said[0], said  # once
     assert isinstance(fallen._host, CallbackEngine)
     native._say_fallback.cache_clear()
-    # The fallback runs the same physics, masked resets and all (its restart is the generic one).
+    # The fallback runs the same physics and the same masked resets: an env whose episode ends
+    # resets alone, in the call that steps the others (next-step mode), and the others go on.
     monkeypatch.undo()
-    ours = gymjax.make("JaxHopper-v0", engine="mujoco")
-    mine, reference = _rollout(ours, "same_step", False), _rollout(fallen, "same_step", False)
-    np.testing.assert_array_equal(np.asarray(mine[-1].env_state.state), np.asarray(reference[-1].env_state.state))
+    ours = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
+    mine, reference = _rollout(ours, "next_step", False), _rollout(fallen, "next_step", False)
+    for a, b in zip(mine, reference):
+        np.testing.assert_array_equal(np.asarray(a.env_state.state), np.asarray(b.env_state.state))
+    pending = [int(np.sum(s.autoreset.pending)) for s in reference[:-1]]
+    assert any(0 < p < N for p in pending), pending  # some envs ended while others went on
+    assert fallen._host.stats() == {"calls": 1 + STEPS, "stepped": N * STEPS - sum(pending),
+                                    "reset": N + sum(pending)}
+
+
+def test_without_mujoco_batch_the_fallback_says_what_to_install(monkeypatch):
+    def missing():
+        raise native.NativeUnavailable("gymjax's native MuJoCo engine is not built (no C++ compiler at install?)")
+
+    monkeypatch.setattr(native, "library", missing)
+    monkeypatch.setattr(native.host, "batch", None)
+    with pytest.raises(native.NativeUnavailable, match=r"install mujoco>=4\.0, or use engine=\"mjx\""):
+        gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")

@@ -59,7 +59,7 @@ from gymjax.envs.mujoco.host import (
     MuJoCoWarning,
     route_mujoco_warnings,
 )
-from gymjax.envs.mujoco.native import NativeEngine, make_engine
+from gymjax.envs.mujoco.native import make_engine
 
 logger = logging.getLogger(__name__)
 
@@ -432,7 +432,7 @@ class MujocoEnv(Env[mjx.Model]):
                       params: mjx.Model | None = None) -> State:
         """One physics call on MuJoCo's batch engine: the envs that reset do so in the call that
         steps the others (see :meth:`gymjax.core.Env.step_or_reset`)."""
-        if not isinstance(self._host, NativeEngine):
+        if self._host is None:  # MJX
             return super().step_or_reset(state, action, reset, key, params)
         qpos, qvel = self.initial_state(key)
         data = self._host.step_or_reset(state.env_state, action, reset, qpos, qvel, self._host_fields(params))
@@ -440,7 +440,7 @@ class MujocoEnv(Env[mjx.Model]):
 
     def restart(self, state: State, reset: jax.Array, key: jax.Array, params: mjx.Model | None = None) -> State:
         """On MuJoCo's batch engine, only the envs that reset run their physics."""
-        if not isinstance(self._host, NativeEngine):
+        if self._host is None:  # MJX
             return super().restart(state, reset, key, params)
         qpos, qvel = self.initial_state(key)
         data = self._host.init_where(reset, qpos, qvel, self._host_fields(params))

@@ -1,28 +1,27 @@
-"""The ``"mujoco"`` backend: MuJoCo's C engine, called from inside ``jit``.
+"""The ``"mujoco"`` engine's fallback and shared parts: MuJoCo's batch engine under a callback.
 
-``reset`` and ``step`` stay pure JAX functions: the physics is one
-``jax.pure_callback`` with ``vmap_method="broadcast_all"``, so a vmapped batch of
-``N`` envs is *one* host call over ``[N, ...]`` arrays, which steps the envs on a
-persistent thread pool (one ``MjData`` per thread; MuJoCo releases the GIL while
-it steps). Everything around the callback (observation, reward, auto-reset,
-the PPO epoch's ``lax.scan``) still compiles.
+:class:`CallbackEngine` is what :func:`gymjax.envs.mujoco.native.make_engine` falls back to where
+the native extension is not built (no compiler). ``reset`` and ``step`` stay pure JAX functions:
+the physics is one ``jax.pure_callback`` with ``vmap_method="broadcast_all"``, so a vmapped batch
+of ``N`` envs is *one* host call over ``[N, ...]`` arrays. There :class:`HostPhysics` runs them on
+``mujoco.batch.Batch`` (the Python face of the batch engine that ``csrc/engine.cc`` calls in C):
+the JAX state rows are written into the batch's state rows, the batch steps them on its own C
+threads (``nstep=frame_skip``), and NumPy copies rows and bound fields out, once for the batch.
+Masked resets (``step_or_reset``, ``init_where``) run only the envs they name, as natively, and the
+trajectories are the native engine's bit for bit (``tests/envs/test_native_engine.py``).
 
-Why not ``mujoco.rollout``: it returns state vectors and sensors only, while
-Gymnasium's tasks read ``MjData`` fields as the step leaves them: Ant-v5 the
-torso ``xpos`` of the last substep's forward pass and ``cfrc_ext`` (filled by
-``mj_rnePostConstraint``), Humanoid-v5 ``cinert``, ``cvel``, ``qfrc_actuator``.
-Matching them needs the ``MjData`` right after the step, so the threads here run
-Gymnasium's own ``do_simulation`` sequence per env and copy out the fields the
-env declared (:func:`layout`), nothing more.
+The one piece that loops over the envs in Python is ``mj_rnePostConstraint`` after a step, for the
+tasks that read what it fills (Ant's and Humanoid's ``cfrc_ext``): the batch's Python face has no
+``mjb_apply``, and none of its calls runs it after the last substep (see :meth:`HostPhysics._post`).
+
+The module also holds what both engines share: :class:`HostData` and its buffer's :func:`layout`,
+the fields a reset or step fills, randomizable-field checks, and MuJoCo's warnings as Python ones.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import copy
 import functools
-import itertools
-import os
 import re
 import threading
 import warnings
@@ -33,6 +32,11 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 from flax import struct
+
+try:
+    from mujoco import batch
+except ImportError:  # MuJoCo before 4.0 has no batch engine; native.make_engine says what to do
+    batch = None
 
 # What an env's physics state holds between steps: Gymnasium keeps all of it in
 # its MjData. The warm start makes the solver's first guess the same as there.
@@ -108,12 +112,15 @@ def _write_field(model: mujoco.MjModel, name: str, value: np.ndarray) -> None:
         setattr(owner, field, type(target)(np.ravel(value)[0]))
 
 
-def check_randomizable(mj_model: mujoco.MjModel, name: str, shape: tuple[int, ...], dtypes=None) -> None:
+def check_randomizable(mj_model: mujoco.MjModel, name: str, shape: tuple[int, ...], dtypes=None,
+                       names=None) -> None:
     """Raises unless ``name`` is an MjModel field of ``shape``'s size (and, given ``dtypes``, of one of
-    them) that the C engine can take per env."""
+    them; given ``names``, one of them) that the C engine can take per env."""
     owner, field = _field_owner(mj_model, name)
     value = getattr(owner, field, None) if owner is not None else None
-    if _field_size(mj_model, name) != int(np.prod(shape)) or (dtypes is not None and np.asarray(value).dtype not in dtypes):
+    if (_field_size(mj_model, name) != int(np.prod(shape))
+            or (dtypes is not None and np.asarray(value).dtype not in dtypes)
+            or (names is not None and name not in names)):
         raise NotImplementedError(
             f'the "mujoco" engine cannot randomize {name!r}: MjModel has no field of that '
             'name and size (randomize MjModel fields such as body_mass, geom_friction, '
@@ -154,44 +161,51 @@ def layout(
     return out
 
 
-def _state_offset(model: mujoco.MjModel, component: int) -> int:
-    """Where ``component`` (one ``mjtState`` bit of :data:`STATE_SPEC`) starts in a state vector:
+def _state_offset(model: mujoco.MjModel, component: int, spec: int = STATE_SPEC) -> int:
+    """Where ``component`` (one ``mjtState`` bit of ``spec``) starts in a state vector of ``spec``:
     MuJoCo lays the components out in the order of their bits."""
-    before = int(STATE_SPEC) & (int(component) - 1)
+    before = int(spec) & (int(component) - 1)
     return mujoco.mj_stateSize(model, before) if before else 0
 
 
-class _Worker:
-    """One thread's ``MjData`` and cached views of the fields read after a step.
+def _span(model: mujoco.MjModel, component: int, spec: int) -> slice:
+    start = _state_offset(model, component, spec)
+    return slice(start, start + mujoco.mj_stateSize(model, int(component)))
 
-    ``data.xpos`` builds a new NumPy view at every access; 256 envs x a few arrays of
-    those cost more than the copies themselves.
-    """
 
-    def __init__(self, model: mujoco.MjModel, fields: tuple[str, ...]):
-        self.data = mujoco.MjData(model)
-        self.ctrl = self.data.ctrl
-        self.views = {name: getattr(self.data, name) for name in fields}
+class _Sims:
+    """One ``mujoco.batch.Batch`` of ``n`` simulations and what a call reads off it."""
+
+    def __init__(self, physics: HostPhysics, n: int):
+        m = physics.mj_model
+        # A persistent batch keeps each simulation's MjData after a step, where mj_rnePostConstraint
+        # then runs (see HostPhysics._post); one env alone runs on the caller's thread, as natively.
+        self.batch = batch.Batch(m, n, 1 if n == 1 else physics.nthread, persistent=physics.post_constraint)
+        # Bound before the first call: the batch copies a field out only once it is bound.
+        self.outputs = {name: self.batch.bind(name) for name in physics.fields}
+        self.expanded: set[str] = set()  # model fields that have per-simulation values
+        if physics.post_constraint:
+            self.data = mujoco.MjData(m)
+            self.model = copy.copy(m)  # a simulation's model, its randomized fields written in
+            self.post_views = {name: getattr(self.data, name) for name in physics.fields
+                               if name in POST_CONSTRAINT_FIELDS}
 
 
 class HostPhysics:
-    """Steps batches of envs of one ``MjModel`` with MuJoCo C on ``nthread`` threads.
+    """Steps batches of envs of one ``MjModel`` on MuJoCo's batch engine (``mujoco.batch``).
 
     Args:
         mj_model: the model, solver settings included.
         frame_skip: ``mj_step`` substeps per env step.
-        nthread: threads (the caller's included); default: all CPUs.
+        nthread: the batch's threads, the caller's included; default: one per CPU.
         fields: the ``MjData`` fields returned besides the state, qpos and qvel.
         residuals: those of ``qpos`` and ``fields`` whose float64 residual is returned too.
 
-    Randomized model fields arrive as ``{name: [N, ...]}`` and are written into
-    per-env ``MjModel`` copies; only the fields of an ``mjx.Model`` that
-    ``MjModel`` has under the same name can be randomized.
-
-    The threads take envs one at a time from a shared counter rather than a fixed
-    half each: envs in contact cost several times those in the air, and on a
-    shared machine one thread may be descheduled; a fixed split waits for the
-    slower half.
+    The same physics as ``csrc/engine.cc`` through the batch engine's Python face: each call writes
+    the JAX state rows into a batch's state rows (so the batch keeps nothing a call needs), runs the
+    envs on the batch's C threads, and copies rows and bound fields out in NumPy, once for the batch.
+    Randomized model fields arrive as ``{name: [N, ...]}`` and become the batch's per-simulation
+    values (``Batch.expand``). One batch per batch size, made on first use.
     """
 
     def __init__(
@@ -205,141 +219,171 @@ class HostPhysics:
         route_mujoco_warnings()
         self.mj_model = mj_model
         self.frame_skip = frame_skip
-        self.nthread = max(1, nthread or os.cpu_count() or 1)
+        self.nthread = nthread or 0
         self.fields, self.residuals = tuple(fields), tuple(residuals)
-        self.nstate = mujoco.mj_stateSize(mj_model, STATE_SPEC)
         self.layout = layout(mj_model, self.fields, self.residuals)
         self.words = max(stop for _, stop, _ in self.layout.values())
         # Gymnasium's do_simulation always calls mj_rnePostConstraint; it changes no state, only
         # the fields it fills, so it runs only when one of them is read.
-        self._post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.fields))
-        # A reset may skip mj_forward's dynamics when nothing read depends on them (see init).
-        self._kinematics_resets = set(self.fields) <= KINEMATIC_FIELDS | POST_CONSTRAINT_FIELDS
-        qpos = _state_offset(mj_model, mujoco.mjtState.mjSTATE_QPOS)
-        qvel = _state_offset(mj_model, mujoco.mjtState.mjSTATE_QVEL)
-        self._qpos_at, self._qvel_at = slice(qpos, qpos + mj_model.nq), slice(qvel, qvel + mj_model.nv)
-        self._lock = threading.Lock()  # the MjData are shared by concurrent callbacks
-        self._workers = [_Worker(mj_model, self.fields) for _ in range(self.nthread)]
-        # A reset's state vector before qpos/qvel are written: mj_resetData's.
-        blank = self._workers[0].data
+        self.post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.fields))
+        # A reset may stop at the position stage when nothing read depends on more (see _reset).
+        self._kinematics_resets = (set(self.fields) <= KINEMATIC_FIELDS | POST_CONSTRAINT_FIELDS
+                                   and not mj_model.nsensor and not mj_model.nplugin)
+        # Where our state's components, and qpos, qvel, ctrl, lie in the batch's rows.
+        rows = mujoco.mjtState.mjSTATE_INTEGRATION
+        bits = [1 << k for k in range(int(STATE_SPEC).bit_length()) if int(STATE_SPEC) & (1 << k)]
+        self._components = [(_span(mj_model, bit, STATE_SPEC), _span(mj_model, bit, rows)) for bit in bits
+                            if mujoco.mj_stateSize(mj_model, bit)]
+        self._qpos_at = _span(mj_model, mujoco.mjtState.mjSTATE_QPOS, rows)
+        self._qvel_at = _span(mj_model, mujoco.mjtState.mjSTATE_QVEL, rows)
+        self._ctrl_at = _span(mj_model, mujoco.mjtState.mjSTATE_CTRL, rows)
+        # A row before a call writes the env's state into it: mj_resetData's.
+        blank = mujoco.MjData(mj_model)
         mujoco.mj_resetData(mj_model, blank)
-        self._blank = np.empty(self.nstate)
-        mujoco.mj_getState(mj_model, blank, self._blank, STATE_SPEC)
-        self._pool = (
-            concurrent.futures.ThreadPoolExecutor(self.nthread - 1, thread_name_prefix="gymjax-mujoco")
-            if self.nthread > 1
-            else None
-        )
-        self._models: list[mujoco.MjModel] = []  # per-env copies, for randomized fields
-        self._written: set[str] = set()  # the fields the copies hold randomized values of
+        self._blank = np.empty(mujoco.mj_stateSize(mj_model, rows))
+        mujoco.mj_getState(mj_model, blank, self._blank, rows)
+        self._lock = threading.Lock()  # the batches are shared by concurrent callbacks
+        self._sims: dict[int, _Sims] = {}
+        self._stats = {"calls": 0, "stepped": 0, "reset": 0}
 
     def check_randomizable(self, name: str, shape: tuple[int, ...]) -> None:
-        check_randomizable(self.mj_model, name, shape)
+        check_randomizable(self.mj_model, name, shape, names=batch.MODEL_FIELDS)
 
-    # One call over the whole batch: arrays are [N, ...].
+    def stats(self) -> dict[str, int]:
+        """What ran: ``calls`` (batched calls), ``stepped`` and ``reset`` (simulations)."""
+        return dict(self._stats)
 
-    def init(self, qpos: np.ndarray, qvel: np.ndarray, fields: dict[str, np.ndarray]):
-        """Gymnasium's reset + ``set_state``: reset the data, write qpos/qvel, forward.
+    # One call over the whole batch: arrays are [N, ...], as the native engine's handlers take them.
 
-        ``mj_forward`` changes none of the state (MuJoCo saves the warm start only
-        when it integrates), and without sensors it leaves the post-constraint fields
-        (``cfrc_ext``) zero; so when every field read is a kinematic one, and the model has
-        no sensors or plugins (nor randomized mocap bodies), the state is written in
-        NumPy and ``mj_kinematics`` alone runs. Auto-reset resets a whole batch each time
-        one of its envs ends (most steps at 256 Ants), so this is on the hot path
-        (``python -m benchmarks throughput --profile`` times the step around it).
-        """
-        n = len(qpos)
-        m = self.mj_model
-        # mj_resetData puts mocap bodies where the (maybe randomized) model says: that case,
-        # like sensors and plugins, keeps the full sequence.
-        if not self._kinematics_resets or m.nsensor or m.nplugin or (m.nmocap and fields):
+    def init(self, qpos: np.ndarray, qvel: np.ndarray, fields: dict[str, np.ndarray]) -> np.ndarray:
+        """Gymnasium's reset + ``set_state``: reset the data, write qpos/qvel, forward."""
+        return self._run(len(qpos), fields, qpos=qpos, qvel=qvel)
 
-            def one(model, worker, i):
-                data = worker.data
-                mujoco.mj_resetData(model, data)
-                data.qpos[:], data.qvel[:] = qpos[i], qvel[i]
-                mujoco.mj_forward(model, data)
+    def init_where(self, reset: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
+                   fields: dict[str, np.ndarray]) -> np.ndarray:
+        """:meth:`init` of the envs where ``reset`` holds; the others' rows are zeros."""
+        return self._run(len(qpos), fields, reset=reset, qpos=qpos, qvel=qvel)
 
-            return self._run(n, fields, one)
-
-        full = np.broadcast_to(self._blank, (n, self.nstate)).copy()
-        full[:, self._qpos_at], full[:, self._qvel_at] = qpos, qvel
-
-        def kinematics(model, worker, i):
-            mujoco.mj_setState(model, worker.data, full[i], STATE_SPEC)
-            mujoco.mj_kinematics(model, worker.data)
-
-        # One thread: the kinematics of one env costs about what passing the GIL between two
-        # threads would.
-        return self._run(n, fields, kinematics, state=full, nthread=1)
-
-    def step(self, state: np.ndarray, ctrl: np.ndarray, fields: dict[str, np.ndarray]):
+    def step(self, state: np.ndarray, ctrl: np.ndarray, fields: dict[str, np.ndarray]) -> np.ndarray:
         """Gymnasium's ``do_simulation``: ``frame_skip`` ``mj_step`` s, then ``rnePostConstraint``."""
-        full = np.ascontiguousarray(state).view(np.float64)
-        frame_skip, post_constraint = self.frame_skip, self._post_constraint
+        return self._run(len(ctrl), fields, state=state, ctrl=ctrl)
 
-        def one(model, worker, i):
-            data = worker.data
-            mujoco.mj_setState(model, data, full[i], STATE_SPEC)
-            worker.ctrl[:] = ctrl[i]
-            mujoco.mj_step(model, data, nstep=frame_skip)
-            if post_constraint:
-                mujoco.mj_rnePostConstraint(model, data)
+    def step_or_reset(self, state: np.ndarray, ctrl: np.ndarray, reset: np.ndarray, qpos: np.ndarray,
+                      qvel: np.ndarray, fields: dict[str, np.ndarray]) -> np.ndarray:
+        """:meth:`step`, or where ``reset`` holds :meth:`init` at ``(qpos, qvel)``, in one call."""
+        return self._run(len(ctrl), fields, state, ctrl, reset, qpos, qvel)
 
-        return self._run(len(ctrl), fields, one)
+    def _run(self, n, fields, state=None, ctrl=None, reset=None, qpos=None, qvel=None) -> np.ndarray:
+        """Steps the rows of ``state`` where ``reset`` does not hold, resets those where it does
+        (all rows when there is no state); returns one uint32 ``[n, words]`` buffer (:func:`layout`)."""
+        if n == 0:  # a batch of no simulations cannot be made
+            return np.zeros((0, self.words), np.uint32)
+        reset = np.full(n, state is None) if reset is None else np.asarray(reset, bool)
+        stepping = np.flatnonzero(~reset) if state is not None else np.empty(0, np.intp)
+        resetting = np.flatnonzero(reset)
+        with self._lock:
+            if n not in self._sims:
+                self._sims[n] = _Sims(self, n)
+            sims = self._sims[n]
+            self._write_fields(sims, fields)
+            post = {}
+            if stepping.size:
+                at = _rows(stepping, n)
+                rows, ours = sims.batch.state, np.ascontiguousarray(state).view(np.float64)
+                rows[at] = self._blank
+                for mine, theirs in self._components:
+                    rows[at, theirs] = ours[at, mine]
+                rows[at, self._ctrl_at] = ctrl[at]
+                sims.batch.step(_ids(stepping, n), nstep=self.frame_skip)
+                if self.post_constraint:
+                    post = self._post(sims, stepping)
+            if resetting.size:
+                self._reset(sims, resetting, qpos, qvel)
+            self._stats["calls"] += 1
+            self._stats["stepped"] += stepping.size
+            self._stats["reset"] += resetting.size
+            return self._output(sims, n, stepping, resetting, post)
 
-    def _run(self, n, fields, one, state: np.ndarray | None = None, nthread: int | None = None) -> np.ndarray:
-        """Runs ``one`` for every env; returns one uint32 ``[n, words]`` buffer (see :func:`layout`).
+    def _write_fields(self, sims: _Sims, fields: dict[str, np.ndarray]) -> None:
+        """This call's randomized fields, and the nominal values of those an earlier call randomized
+        and this one does not (a training and an evaluation env may share this object)."""
+        per_sim = sims.batch.expand
+        for name in sims.expanded - fields.keys():
+            per_sim(name)[...] = np.asarray(getattr(*_field_owner(self.mj_model, name)))
+        for name, values in fields.items():
+            target = per_sim(name)
+            target.reshape(len(target), -1)[...] = values.reshape(len(target), -1)
+        sims.expanded |= fields.keys()
 
-        One buffer, not an array per field: each array a ``pure_callback`` returns has a
-        fixed cost in JAX of its own, more than stepping one Ant's physics. ``state``: the
-        state vectors ``[n, nstate]`` of a reset that ``one`` only runs the kinematics of
-        (the post-constraint fields are then zero, as ``mj_resetData`` leaves them). qpos
-        and qvel are read from the state vectors afterwards, in one NumPy operation for the
-        batch (the same float64 numbers as ``data.qpos``).
+    def _post(self, sims: _Sims, stepping: np.ndarray) -> dict[str, np.ndarray]:
+        """``mj_rnePostConstraint`` after the step, one env at a time, on a copy of its MjData.
+
+        The batch's Python face has no ``mjb_apply`` (which runs a C function per simulation on its
+        threads, as ``csrc/engine.cc`` does), and no stage of its calls runs it after the last
+        substep: this is the one part that loops over the envs in Python.
+        """
+        b, data = sims.batch, sims.data
+        out = {name: np.zeros((b.nsim, *view.shape)) for name, view in sims.post_views.items()}
+        randomized = {name: b.expand(name) for name in sorted(sims.expanded)}
+        model = sims.model if randomized else self.mj_model
+        for i in stepping.tolist():
+            b.get_data(i, data)
+            for name, values in randomized.items():
+                _write_field(model, name, values[i])
+            mujoco.mj_rnePostConstraint(model, data)
+            for name, view in sims.post_views.items():
+                out[name][i] = view
+        return out
+
+    def _reset(self, sims: _Sims, resetting: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Gymnasium's reset + ``set_state`` of the rows named.
+
+        When every field read is a kinematic one (and the model has no sensors or plugins, nor
+        randomized mocap bodies, which mj_resetData places), the row is written in NumPy and the
+        forward pass stops at its position stage: ``mj_forward`` changes none of the state (MuJoCo
+        saves the warm start only when it integrates), and without sensors it leaves the
+        post-constraint fields zero.
+        """
+        b, n = sims.batch, sims.batch.nsim
+        at, ids = _rows(resetting, n), _ids(resetting, n)
+        kinematics = self._kinematics_resets and not (self.mj_model.nmocap and sims.expanded)
+        if kinematics:
+            b.state[at] = self._blank
+        else:
+            b.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
+        b.state[at, self._qpos_at], b.state[at, self._qvel_at] = qpos[at], qvel[at]
+        b.forward(ids, stage=mujoco.mjtStage.mjSTAGE_POS if kinematics else mujoco.mjtStage.mjSTAGE_ACC)
+
+    def _output(self, sims: _Sims, n: int, stepping: np.ndarray, resetting: np.ndarray,
+                post: dict[str, np.ndarray]) -> np.ndarray:
+        """The rows run and their fields in one uint32 buffer; rows not run are zeros.
+
+        One buffer, not an array per field: each array a ``pure_callback`` returns has a fixed cost in
+        JAX of its own, more than stepping one Ant's physics.
         """
         words = np.empty((n, self.words), np.uint32)
         floats = words.view(np.float32)
         views = {name: floats[:, a:b].reshape(n, *shape) for name, (a, b, shape) in self.layout.items()}
-        full = words[:, slice(*self.layout["state"][:2])].view(np.float64)
-        read = self.fields
-        if state is not None:
-            full[:] = state
-            read = tuple(name for name in self.fields if name not in POST_CONSTRAINT_FIELDS)
-            for name in set(self.fields) - set(read):
-                views[name][:] = 0.0
-        # A differenced field is copied whole in float64 and split into float32 and residual once
-        # for the batch: per env, the subtraction cost about what stepping a small model does.
-        exact = {name: np.empty((n, *views[name].shape[1:])) for name in read if name in self.residuals}
-        copies = [(exact.get(name, views[name]), name) for name in read]
-        next_env = itertools.count()  # next() on it is atomic under the GIL
-
-        def work(worker):
-            while (i := next(next_env)) < n:
-                model = models[i] if models else self.mj_model
-                one(model, worker, i)
-                if state is None:
-                    mujoco.mj_getState(model, worker.data, full[i], STATE_SPEC)
-                for out, name in copies:
-                    out[i] = worker.views[name]
-
-        with self._lock:
-            models = self._randomized_models(n, fields)
-            helpers = self._workers[1 : min(nthread or self.nthread, n)]
-            futures = [self._pool.submit(work, worker) for worker in helpers]
-            work(self._workers[0])
-            for future in futures:
-                future.result()
-        exact["qpos"] = full[:, self._qpos_at]
-        views["qpos"][:] = exact["qpos"]
-        views["qvel"][:] = full[:, self._qvel_at]
+        rows = sims.batch.state
+        ours = words[:, slice(*self.layout["state"][:2])].view(np.float64)
+        for mine, theirs in self._components:
+            ours[:, mine] = rows[:, theirs]
+        exact = {"qpos": rows[:, self._qpos_at], "qvel": rows[:, self._qvel_at]}
+        for name in self.fields:
+            exact[name] = sims.outputs[name]
+            if name in POST_CONSTRAINT_FIELDS:
+                # A reset leaves them as mj_forward does: zero, unless a sensor made it fill them.
+                exact[name] = post.get(name, np.zeros(exact[name].shape))
+                if self.mj_model.nsensor:
+                    exact[name][resetting] = sims.outputs[name][resetting]
+        for name, value in exact.items():
+            views[name][:] = value
         for name in self.residuals:
-            if name in exact:
-                views[name][:] = exact[name]
-                views[f"residual.{name}"][:] = exact[name] - views[name]
-            else:  # a post-constraint field after a reset: zero, as is its float32 part
-                views[f"residual.{name}"][:] = 0.0
+            views[f"residual.{name}"][:] = exact[name] - views[name]
+        if stepping.size + resetting.size < n:
+            ran = np.zeros(n, bool)
+            ran[stepping], ran[resetting] = True, True
+            words[~ran] = 0
         return words
 
     def split(self, words: np.ndarray) -> HostData:
@@ -347,27 +391,19 @@ class HostPhysics:
         return _assemble(self.layout, words, lambda part, shape: part.reshape(len(words), *shape),
                          lambda part: part.view(np.float32))
 
-    def _randomized_models(self, n: int, fields: dict[str, np.ndarray]) -> list[mujoco.MjModel]:
-        # Fields an earlier call randomized and this one does not go back to nominal
-        # (a training and an evaluation env may share this object).
-        for name in self._written - fields.keys():
-            nominal = np.asarray(getattr(*_field_owner(self.mj_model, name)))
-            for model in self._models:
-                _write_field(model, name, nominal)
-        self._written = set(fields)
-        if not fields:
-            return []
-        while len(self._models) < n:
-            self._models.append(copy.copy(self.mj_model))
-        for name, values in fields.items():
-            for i in range(n):
-                _write_field(self._models[i], name, values[i])
-        return self._models[:n]
-
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        with self._lock:
+            self._sims.clear()
+
+
+def _rows(ids: np.ndarray, n: int) -> np.ndarray | slice:
+    """An index of rows ``ids`` of ``n``: a slice when it is all of them (cheaper than a gather)."""
+    return slice(None) if len(ids) == n else ids
+
+
+def _ids(ids: np.ndarray, n: int) -> np.ndarray | None:
+    """``ids`` as the batch takes them: None for all ``n`` simulations."""
+    return None if len(ids) == n else ids.astype(np.int32)
 
 
 def _assemble(where, words, reshape, as_float) -> HostData:
@@ -402,8 +438,17 @@ def _batched_callback(host_fn, words: int, *args) -> jax.Array:
 
 
 def _as_words(x: jax.Array) -> jax.Array:
-    """``x`` (uint32 or float32) as uint32, bit for bit."""
+    """``x`` (uint32 or float32, bit for bit; or one bool an env, as a word of its own) as uint32."""
+    if x.dtype == jnp.bool_:
+        return x[..., None].astype(jnp.uint32)
     return x if x.dtype == jnp.uint32 else jax.lax.bitcast_convert_type(x, jnp.uint32)
+
+
+def _from_words(words: np.ndarray, dtype) -> np.ndarray:
+    """:func:`_as_words` undone on the host, ``[N, width]`` (a bool: ``[N]``)."""
+    if dtype == jnp.bool_:
+        return words[:, 0] != 0
+    return words.view(np.float32) if dtype == jnp.float32 else words
 
 
 def _no_gradient(fn):
@@ -473,36 +518,52 @@ class CallbackEngine:
 
     def init(self, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
         """:meth:`HostPhysics.init` for one env (or a vmapped batch)."""
-        return self._call("init", jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), fields)
+        return self._call("init", (jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32)), fields)
+
+    def init_where(self, reset, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
+        """:meth:`HostPhysics.init_where` for one env (or a vmapped batch): the others' physics is not
+        run, and their :class:`HostData` is zeros, for the caller to select away."""
+        arrays = (jnp.asarray(reset, jnp.bool_), jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
+        return self._call("init_where", arrays, fields)
 
     def step(self, data: HostData, ctrl, fields: dict[str, jax.Array]) -> HostData:
         """:meth:`HostPhysics.step` for one env (or a vmapped batch)."""
-        return self._call("step", data.state, jnp.asarray(ctrl, jnp.float32), fields)
+        return self._call("step", (data.state, jnp.asarray(ctrl, jnp.float32)), fields)
 
-    def _call(self, method: str, first: jax.Array, second: jax.Array, fields: dict[str, jax.Array]):
-        """One callback of ``method(first, second, fields)``.
+    def step_or_reset(self, data: HostData, ctrl, reset, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
+        """:meth:`step`, or where ``reset`` holds :meth:`init` at ``(qpos, qvel)``, in one call."""
+        arrays = (data.state, jnp.asarray(ctrl, jnp.float32), jnp.asarray(reset, jnp.bool_),
+                  jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
+        return self._call("step_or_reset", arrays, fields)
 
-        ``first`` (uint32 or float32) and ``second`` (float32) travel as one uint32 array,
-        bit for bit: JAX device-puts each argument of a ``pure_callback`` before calling it,
-        which at small batches costs more than the physics.
+    def stats(self) -> dict[str, int]:
+        """:meth:`HostPhysics.stats` of this engine's physics (zeros before it ran)."""
+        return self._physics.stats() if self._physics is not None else {"calls": 0, "stepped": 0, "reset": 0}
+
+    def _call(self, method: str, arrays: tuple[jax.Array, ...], fields: dict[str, jax.Array]) -> HostData:
+        """One callback of ``method(*arrays, fields)``, each array one env's (a vmapped batch's rows).
+
+        The arrays (uint32, float32, a bool each) travel as one uint32 array, bit for bit: JAX
+        device-puts each argument of a ``pure_callback`` before calling it, which at small batches
+        costs more than the physics.
         """
         names = tuple(fields)
-        width = first.shape[-1]
-        first_is_float = first.dtype == jnp.float32
+        dtypes = [a.dtype for a in arrays]
 
-        def host(n, packed, *values):
-            # A copy: MuJoCo reads arrays that view XLA's buffers at half speed
-            # (measured: 256 Ant steps took 2x as long); a copy costs microseconds.
-            packed = np.array(packed).reshape(n, -1)
-            head, tail = packed[:, :width], packed[:, width:].view(np.float32)
-            head = head.view(np.float32) if first_is_float else head
-            return getattr(self.physics, method)(head, tail, self._fields(n, names, values))
+        def call(*args):
+            columns = [_as_words(a) for a in args[:len(arrays)]]
+            cuts = np.cumsum([c.shape[-1] for c in columns])[:-1]
 
-        def call(first, second, *values):
-            packed = jnp.concatenate([_as_words(first), _as_words(second)], axis=-1)
-            return _batched_callback(host, self.words, packed, *values)
+            def host(n, packed, *values):
+                # A copy: MuJoCo reads arrays that view XLA's buffers at half speed
+                # (measured: 256 Ant steps took 2x as long); a copy costs microseconds.
+                packed = np.array(packed).reshape(n, -1)
+                parts = [_from_words(part, dtype) for part, dtype in zip(np.split(packed, cuts, axis=1), dtypes)]
+                return getattr(self.physics, method)(*parts, self._fields(n, names, values))
 
-        words = _no_gradient(call)(first, second, *fields.values())
+            return _batched_callback(host, self.words, jnp.concatenate(columns, axis=-1), *args[len(arrays):])
+
+        words = _no_gradient(call)(*arrays, *fields.values())
         # Slices and bit casts, in JAX.
         return _assemble(self.layout, words, lambda part, shape: part.reshape(*words.shape[:-1], *shape),
                          lambda part: jax.lax.bitcast_convert_type(part, jnp.float32))
@@ -520,5 +581,5 @@ class CallbackEngine:
             self._physics = None
 
     def __getstate__(self):
-        # Threads cannot be pickled or deep-copied; a copy starts its own.
+        # A batch's threads cannot be pickled or deep-copied; a copy starts its own.
         return {**self.__dict__, "_physics": None}

@@ -3,13 +3,14 @@
 :class:`NativeEngine` has :class:`~gymjax.envs.mujoco.host.CallbackEngine`'s face and the same
 :class:`~gymjax.envs.mujoco.host.HostData`, bit for bit, but a batched physics call is one FFI
 call into ``csrc/engine.cc``: MuJoCo's ``mjb_*`` batch runs the envs on its own threads in C, with
-no Python and no GIL, where the callback engine ran a Python loop over the envs under a
-``pure_callback``. A reset runs inside the call too, and with :meth:`NativeEngine.step_or_reset`
-only the envs it names reset, in the same call as the others step.
+no Python and no GIL, where the callback engine reaches the same batch engine through a
+``pure_callback`` and ``mujoco.batch``'s Python face. A reset runs inside the call too, and with
+:meth:`NativeEngine.step_or_reset` only the envs it names reset, in the same call as the others step.
 
-The extension is built by ``pip install`` (``setup.py``). Where it is missing (no compiler, a
-MuJoCo without ``mjbatch.h``, or one whose library is not the one it was built against),
-:func:`make_engine` falls back to the callback engine and says so once.
+The extension is built by ``pip install`` (``setup.py``). Where it is missing (no compiler, or a
+MuJoCo whose library is not the one it was built against), :func:`make_engine` falls back to the
+callback engine and says so once; a MuJoCo before 4.0 has no batch engine for either, and
+:func:`make_engine` says what to install.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from gymjax.envs.mujoco import host
 from gymjax.envs.mujoco.host import (
     POST_CONSTRAINT_FIELDS,
     KINEMATIC_FIELDS,
@@ -82,8 +84,9 @@ def available() -> bool:
 
 @functools.cache
 def _say_fallback(reason: str) -> None:
-    warnings.warn(f"{reason}; MuJoCo envs run on the slower callback engine. Reinstall gymjax with a C++ "
-                  "compiler present (pip install -e .) to build it.", RuntimeWarning, stacklevel=3)
+    warnings.warn(f"{reason}; MuJoCo envs run on MuJoCo's batch engine under a callback (mujoco.batch), "
+                  "slower than the native engine. Reinstall gymjax with a C++ compiler present "
+                  "(pip install -e .) to build it.", RuntimeWarning, stacklevel=3)
 
 
 def make_engine(mj_model: mujoco.MjModel, frame_skip: int, fields: tuple[str, ...] = (),
@@ -92,6 +95,9 @@ def make_engine(mj_model: mujoco.MjModel, frame_skip: int, fields: tuple[str, ..
     try:
         library()
     except NativeUnavailable as e:
+        if host.batch is None:
+            raise NativeUnavailable(f'{e}, and MuJoCo {mujoco.__version__} has no batch engine to fall back '
+                                    'to: install mujoco>=4.0, or use engine="mjx"') from None
         _say_fallback(str(e))
         return CallbackEngine(mj_model, frame_skip, fields, residuals)
     return NativeEngine(mj_model, frame_skip, fields, residuals)
