@@ -140,3 +140,26 @@ def test_a_ctrl_c_as_the_program_ends_ends_it_with_130():
     )
     proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "result\n", "gymjax: interrupted\n")
+
+
+def test_a_ctrl_c_between_the_commands_return_and_the_programs_end_ends_it_with_130():
+    """The instant after the command returned, before the program's last steps began: a Ctrl-C
+    there escaped as a KeyboardInterrupt and Python died of SIGINT (seen once in the eval test
+    above under load); here it lands there by construction."""
+    code = (
+        "import os, signal, time\n"
+        "from gymjax import cli\n"
+        "from gymjax.cli import commands\n"
+        "commands.main = lambda argv: print('result', flush=True) or 0\n"
+        "ending, fired = cli._InterruptGuard.ending, []\n"
+        "def interrupted_first(guard):\n"
+        "    if not fired:\n"
+        "        fired.append(True)\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        time.sleep(5)\n"
+        "    ending(guard)\n"
+        "cli._InterruptGuard.ending = interrupted_first\n"
+        "cli.run_program()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (130, "result\n", "gymjax: interrupted\n")

@@ -45,8 +45,14 @@ def run_program() -> NoReturn:
     (a segfault), and Python resets SIGINT to its default first (a Ctrl-C then killed the
     process after its result was printed, instead of ending it with 130)."""
     guard = _take_started() or _InterruptGuard()
-    status = _command(guard, None)
-    guard.ending()  # a Ctrl-C from here on ends the process at once, with 130
+    try:
+        try:
+            status = _command(guard, None)
+        finally:
+            guard.ending()  # a Ctrl-C from here on ends the process at once, with 130
+    except KeyboardInterrupt:  # one that landed after the command returned, before ending() (or twice)
+        guard.ending()
+        guard.end()
     if not guard.interrupted.is_set():
         # What Python's exit does before its teardown: wait for the threads, run the exit
         # functions. Not after a Ctrl-C: a computation may still run, under JAX's exit function.

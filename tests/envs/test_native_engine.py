@@ -13,6 +13,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 import pytest
 
@@ -127,6 +128,26 @@ def test_fields_randomized_earlier_go_back_to_nominal():
     # Gravity is back, and the masses too, though the calls did not name them.
     np.testing.assert_array_equal(step(start, ctrl, heavier).env_state.qpos, heavy)
     np.testing.assert_array_equal(plain(start, ctrl).env_state.qpos, nominal)
+
+
+def test_a_reset_of_a_model_with_an_accelerometer_keeps_the_cfrc_ext_mj_forward_fills():
+    """With an acceleration sensor, Gymnasium's reset (mj_forward) fills cfrc_ext: a user's XML may
+    have one, and its first observation must be that one, not zeros."""
+    env = gymjax.make("JaxAnt-v0", engine="mujoco")
+    spec = mujoco.MjSpec.from_file(env.xml_path)
+    spec.body("torso").add_site(name="imu")
+    spec.add_sensor(type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
+    model = spec.compile()
+    rng = np.random.default_rng(0)
+    qpos = (model.qpos0 + rng.uniform(-0.1, 0.1, (3, model.nq))).astype(np.float32)
+    qpos[:, 2] = [0.1, 0.3, 0.9]  # torsos in the floor: contact forces at reset
+    qvel = rng.normal(0, 0.1, (3, model.nv)).astype(np.float32)
+    engines = [cls(model, env.frame_skip, env.data_fields, env.differenced_fields)
+               for cls in (native.NativeEngine, CallbackEngine)]
+    ours, theirs = [jax.jit(jax.vmap(lambda q, v, e=e: e.init(q, v, {})))(qpos, qvel) for e in engines]
+    assert np.asarray(theirs.fields["cfrc_ext"]).any()  # what mj_forward gives (tests/envs/test_host_physics.py)
+    for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_an_unstable_simulation_warns_naming_it():

@@ -352,7 +352,9 @@ void Warnings(Slot& s, const std::vector<int>& ids) {
 }
 
 // Copies simulation i's results into output row `row` (see gymjax.envs.mujoco.host.layout).
-void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool reset, bool applied) {
+// `zero_post`: the post-constraint fields are zero, as mj_resetData leaves them where the reset ran the
+// kinematics alone; after a full reset they are copied, since mj_forward fills them for acceleration sensors.
+void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool zero_post, bool applied) {
   const double* state = mjb_state(s.batch) + static_cast<size_t>(i) * s.nrow;
   double* ours = reinterpret_cast<double*>(out + e.state_start);
   for (const Component& c : s.components) std::memcpy(ours + c.ours, state + c.theirs, c.size * sizeof(double));
@@ -367,7 +369,7 @@ void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool reset, bo
   for (size_t k = 0; k < e.parts.size(); k++) {
     const Part& p = e.parts[k];
     const double* from = (applied ? s.copies[k].data() : s.outputs[k]) + static_cast<size_t>(i) * p.size;
-    bool zero = reset && p.post;
+    bool zero = zero_post && p.post;
     for (int j = 0; j < p.size; j++) f[p.start + j] = zero ? 0.0f : static_cast<float>(from[j]);
     if (p.residual >= 0) {
       for (int j = 0; j < p.size; j++) f[p.residual + j] = zero ? 0.0f : static_cast<float>(from[j] - f[p.start + j]);
@@ -418,11 +420,11 @@ ffi::Error Call(Engine* e, std::string_view fields, int64_t n, const uint32_t* s
       nfail += mjb_step(s.batch, ids, stepping.size(), e->frame_skip, mjSTAGE_NONE);
     }
   }
+  // mj_resetData puts mocap bodies where the (maybe randomized) model says: that case, like
+  // sensors and plugins, keeps the full sequence.
+  const bool kinematics = e->kinematic_resets && !m->nsensor && !m->nplugin && !(m->nmocap && !s.nominal.empty());
   if (status.success() && !resetting.empty()) {
     const int* ids = static_cast<int>(resetting.size()) == s.nsim ? nullptr : resetting.data();
-    // mj_resetData puts mocap bodies where the (maybe randomized) model says: that case, like
-    // sensors and plugins, keeps the full sequence.
-    bool kinematics = e->kinematic_resets && !m->nsensor && !m->nplugin && !(m->nmocap && !s.nominal.empty());
     if (kinematics) {
       for (int i : resetting) {
         double* row = mjb_state(s.batch) + static_cast<size_t>(i) * s.nrow;
@@ -448,7 +450,7 @@ ffi::Error Call(Engine* e, std::string_view fields, int64_t n, const uint32_t* s
       std::memset(out, 0, static_cast<size_t>(count) * e->words * sizeof(uint32_t));
     }
     for (int i : stepping) Output(*e, s, i, out + static_cast<size_t>(i) * e->words, false, e->post);
-    for (int i : resetting) Output(*e, s, i, out + static_cast<size_t>(i) * e->words, true, true);
+    for (int i : resetting) Output(*e, s, i, out + static_cast<size_t>(i) * e->words, kinematics, true);
   }
   Release(*e, std::move(slot));
   return status;
