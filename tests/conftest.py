@@ -34,6 +34,15 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 warnings.filterwarnings("ignore", message=".*Box observation space (minimum|maximum).*")
 
+# The files that compile for minutes from a cold cache (Brax, Playground, MJX) are handed out first:
+# xdist's loadfile scheduling gives files to workers in collection order, and one of these started
+# last kept a worker busy minutes after the other had finished (a fresh clone has no cache).
+FIRST = ("envs/test_external.py", "envs/test_mjx_parity.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not item.path.as_posix().endswith(FIRST))  # stable: the rest keep their order
+
 
 def _register_user_ids() -> None:
     """Two ids registered as a user would (``gymjax.envs.register``), so that every test over the
