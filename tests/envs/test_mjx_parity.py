@@ -56,7 +56,9 @@ def _states(reference_id, count=3, seed=0):
     return out
 
 
-@pytest.mark.parametrize("env_id", MUJOCO_IDS)
+# HumanoidStandup is Humanoid's body on the floor (45 s to compile from a cold cache): with `-m slow`.
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[pytest.mark.slow] if i == "JaxHumanoidStandup-v0" else [])
+                                    for i in MUJOCO_IDS])
 def test_mjx_one_step_matches_mujoco_c(env_id):
     transitions = {}
     for engine in ("mjx", "mujoco"):
