@@ -127,18 +127,24 @@ def test_ctrl_c_during_eval_ends_it_with_130_and_one_line(hopper_run, after_s):
     assert err.count("gymjax: interrupted") == 1 and "Traceback" not in err and "Fatal" not in err, err[-3000:]
 
 
-def test_a_ctrl_c_as_the_program_ends_ends_it_with_130():
-    """A Ctrl-C after the result, while the process ends (here in an exit function): before, Python
-    had put SIGINT's default back by then, and the process died of SIGINT after its result."""
+def _program_interrupted(where: str) -> subprocess.CompletedProcess:
+    """``cli.run_program()`` with a command that prints ``result``, and ``where`` (code run first)
+    arranging a Ctrl-C at one moment of its end."""
     code = (
         "import atexit, os, signal, time\n"
         "from gymjax import cli\n"
         "from gymjax.cli import commands\n"
         "commands.main = lambda argv: print('result', flush=True) or 0\n"
-        "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(5)))\n"
+        f"{where}"
         "cli.run_program()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
+
+
+def test_a_ctrl_c_as_the_program_ends_ends_it_with_130():
+    """A Ctrl-C after the result, while the process ends (here in an exit function): before, Python
+    had put SIGINT's default back by then, and the process died of SIGINT after its result."""
+    proc = _program_interrupted("atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(5)))\n")
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "result\n", "gymjax: interrupted\n")
 
 
@@ -146,11 +152,7 @@ def test_a_ctrl_c_between_the_commands_return_and_the_programs_end_ends_it_with_
     """The instant after the command returned, before the program's last steps began: a Ctrl-C
     there escaped as a KeyboardInterrupt and Python died of SIGINT (seen once in the eval test
     above under load); here it lands there by construction."""
-    code = (
-        "import os, signal, time\n"
-        "from gymjax import cli\n"
-        "from gymjax.cli import commands\n"
-        "commands.main = lambda argv: print('result', flush=True) or 0\n"
+    proc = _program_interrupted(
         "ending, fired = cli._InterruptGuard.ending, []\n"
         "def interrupted_first(guard):\n"
         "    if not fired:\n"
@@ -159,7 +161,5 @@ def test_a_ctrl_c_between_the_commands_return_and_the_programs_end_ends_it_with_
         "        time.sleep(5)\n"
         "    ending(guard)\n"
         "cli._InterruptGuard.ending = interrupted_first\n"
-        "cli.run_program()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "result\n", "gymjax: interrupted\n")
