@@ -58,7 +58,8 @@ def _optional_int(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected an integer or 'none', got {text!r}") from None
 
 
-def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """A flag for every PPOConfig field (``train`` and ``tune`` take the same ones)."""
     hints = typing.get_type_hints(PPOConfig)
     group = parser.add_argument_group("PPO config (defaults: PPOConfig's)")
     for field in dataclasses.fields(PPOConfig):
@@ -81,7 +82,8 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, **kwargs)
 
 
-def _preset_name(text: str) -> str:
+def preset_name(text: str) -> str:
+    """``--preset``'s argparse type, for ``train`` and ``tune``."""
     try:
         return presets.get(text).name
     except ValueError as e:
@@ -95,7 +97,8 @@ def _preset_file(text: str) -> tuning.PresetFile:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _minutes(text: str) -> float:
+def minutes_arg(text: str) -> float:
+    """A budget in minutes as argparse's type (``train --minutes``, ``tune --minutes-per-trial``)."""
     try:
         return budget.check_minutes(float(text))
     except budget.BudgetTooLong:
@@ -105,7 +108,8 @@ def _minutes(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}") from None
 
 
-def _config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The PPOConfig fields the parsed flags of :func:`add_config_flags` name."""
     names = {f.name for f in dataclasses.fields(PPOConfig)}
     return {k: v for k, v in vars(args).items() if k in names}
 
@@ -228,7 +232,7 @@ def train_command(args: argparse.Namespace) -> int:
     _check_minutes_flags(args)
     if args.local_processes:
         return distributed.launch_local(_without_launcher_flag(args.argv), args.local_processes)
-    overrides = _config_overrides(args)
+    overrides = config_overrides(args)
     try:
         plan = (_resume_plan if args.resume else _fresh_plan)(args, overrides)
     except rundir.RunDirectoryError as e:
@@ -448,13 +452,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     common.add_env(p, default=None, default_help=f"the preset's, else {common.DEFAULT_ENV}")
     common.add_run_dir(p)
-    p.add_argument("--preset", type=_preset_name, metavar="NAME",
+    p.add_argument("--preset", type=preset_name, metavar="NAME",
                    help=f"start from a tuned config: {presets.listing()}; the flags below override its fields")
     p.add_argument("--preset-file", type=_preset_file, metavar="FILE",
                    help="start from a preset file (JSON or YAML; gymjax tune writes DIR/best_preset.json), its env "
                         "and config; the flags below override its fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
-    p.add_argument("--minutes", type=_minutes, metavar="M",
+    p.add_argument("--minutes", type=minutes_arg, metavar="M",
                    help="instead of --timesteps: time this machine first, then train the most env steps that end by "
                         "M minutes after the command started (compile, evaluations and checkpoints included); "
                         "printed and recorded in run.json, so --resume continues them and --timesteps replays them")
@@ -479,7 +483,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        help="this process's index, 0 to N-1, for an explicit start")
     group.add_argument("--heartbeat-timeout", type=common.positive_int, default=30, metavar="S",
                        help="seconds before the others give up on a silent process (default: %(default)s)")
-    _add_config_flags(p)  # --seed among them: the config's
+    add_config_flags(p)  # --seed among them: the config's
     p.set_defaults(run=train_command, setup=start_processes)
 
     p = commands.add_parser("eval", help="evaluate a run directory's last (or best) policy; prints one JSON line")

@@ -91,7 +91,7 @@ def _setup(args: argparse.Namespace) -> tuning.TuneSetup:
         raise SystemExit(f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; "
                          "drop one of them")
     env_id = args.env or preset.env_id
-    overrides = run._config_overrides(args)
+    overrides = run.config_overrides(args)
     try:
         base = PPOConfig.preset(args.preset, **overrides) if preset else PPOConfig(**overrides)
     except ValueError as e:
@@ -211,7 +211,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "Every PPOConfig flag of gymjax train sets the base config the trials change.",
     )
     common.add_env(p, default=None, default_help="the preset's")
-    p.add_argument("--preset", type=run._preset_name, metavar="NAME",
+    p.add_argument("--preset", type=run.preset_name, metavar="NAME",
                    help=f"start from a preset's config and env: {presets.listing()}")
     p.add_argument("--out", type=pathlib.Path, required=True, metavar="DIR", help="where the report goes")
     p.add_argument("--n-trials", type=common.nonnegative_int, metavar="N",
@@ -219,7 +219,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--max-total-trials", type=common.positive_int, metavar="N",
                    help="stop once the study holds N complete, pruned or running trials (all processes', "
                         "failed ones not counted): a continued tune runs only those left")
-    p.add_argument("--minutes-per-trial", type=run._minutes, metavar="M",
+    p.add_argument("--minutes-per-trial", type=run.minutes_arg, metavar="M",
                    help="each trial's wall-clock budget, compile and evaluations included (default: each "
                         "trial trains --timesteps steps)")
     p.add_argument("--n-jobs", type=common.positive_int, default=1, metavar="J",
@@ -240,5 +240,5 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                    help="JSON or YAML: {field: {type: float|int|categorical, low, high, log, choices}} "
                         "instead of the default for the kind of task (DIR/tune.json shows the one used)")
     p.add_argument("--worker", type=common.nonnegative_int, help=argparse.SUPPRESS)  # one of --n-jobs's
-    run._add_config_flags(p)
+    run.add_config_flags(p)
     p.set_defaults(run=tune_command)
