@@ -24,6 +24,7 @@ COMMANDS = {
     "suite": "benchmarks.suite",
     "page": "benchmarks.page",
     "note": "benchmarks.note",
+    "gpu": "benchmarks.gpu",
 }
 
 

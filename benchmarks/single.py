@@ -65,13 +65,13 @@ def target(reference: str) -> float | None:
 # -- the stacks: one step per call ----------------------------------------------------------------
 
 
-def gymnasium_env(env_id: str, seed: int = 0) -> common.Stepper:
-    """``gymnasium.make(env_id)`` stepped with random actions, reset when its episode ends."""
+def gymnasium_env(env_id: str, seed: int = 0, **options) -> common.Stepper:
+    """``gymnasium.make(env_id, **options)`` stepped with random actions, reset when its episode ends."""
     import gymnasium
 
     import gymjax  # noqa: F401  (registers the ids)
 
-    env = gymnasium.make(env_id)
+    env = gymnasium.make(env_id, **options)
     env.action_space.seed(seed)
     actions = [env.action_space.sample() for _ in range(64)]
     env.reset(seed=seed)

@@ -164,6 +164,9 @@ class Env(abc.ABC, Generic[Params]):
     # Whether reset/step take changed params as a dict {field name: value} (see
     # resolve_params); domain randomization passes full params to envs that do not.
     params_by_name: bool = False
+    # Whether the env's computations run on the CPU only (MuJoCo's C engine: its XLA FFI handler
+    # is a CPU one); the adapters then run it on the CPU device when JAX's default is an accelerator.
+    cpu_only: bool = False
     # Set by gymjax.envs.make: the registered id and the options the env was built with (None for
     # an env built by its class); the trainer records the id, and finds the env's Gymnasium
     # reference (gymjax.trainers.reference) by it.

@@ -144,6 +144,16 @@ def make_multi(env_id: str, **kwargs: Any) -> Env:
     return _built(env_id, kwargs, _factory(env_id, multi_agent=True))
 
 
+def takes_engine(env_id: str) -> bool:
+    """Whether ``env_id`` is one of gymjax's MuJoCo ids, which take ``engine=`` (the multi-agent
+    ones pass it on to their task, with their other options)."""
+    env_spec = spec(env_id)
+    if env_spec.collection is not None:
+        return False
+    known = options_of(env_spec.load())
+    return known is None or "engine" in known
+
+
 def options_of(factory: Callable[..., Env]) -> list[str] | None:
     """The keyword options ``factory`` takes; None when it takes any.
 

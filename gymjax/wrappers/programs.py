@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax.core import Env, EpisodeStatistics, State
+from gymjax.core.platform import device_for
 from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
 from gymjax.wrappers.options import SessionOptions
 from gymjax.wrappers.training import AutoResetMode, next_reset_key, single_env_stack, wrap_for_training
@@ -79,6 +80,19 @@ class Packer:
         return jax.tree.unflatten(self.treedef, leaves)
 
 
+def on_device(device: jax.Device | None, f):
+    """``f`` run with JAX's default device set to ``device`` (None: left as it is), so that the arrays
+    made from host values (seeds, actions) and the compiled program are there."""
+    if device is None:
+        return f
+
+    def call(*args):
+        with jax.default_device(device):
+            return f(*args)
+
+    return call
+
+
 class Program:
     """What a session compiles: its JAX stack, the jitted reset and step, the step's packer.
 
@@ -91,8 +105,11 @@ class Program:
         self.base, self.jax_env, self.num_envs, self.batched = base, jax_env, num_envs, batched
         self.autoreset_mode, self.limited = autoreset_mode, limited
         self.held: list = []  # what its cache key names by identity (keep_program)
-        self.step = jax.jit(jax_env.step)
-        self.start = jax.jit(self._start_episodes)
+        # Where the env runs: JAX's default device, or the CPU for an env that runs there only (the C
+        # engine) while the default is an accelerator.
+        self.device = device_for(base)
+        self.step = on_device(self.device, jax.jit(jax_env.step))
+        self.start = on_device(self.device, jax.jit(self._start_episodes))
         n = num_envs
         starts = jax.eval_shape(
             self._start_episodes,
@@ -104,7 +121,7 @@ class Program:
         fetched = jax.eval_shape(self.view, starts[0])
         check_batch_fits(n, starts[0], fetched, starts[0].obs)
         self.packer = Packer(fetched)
-        self.step_host = jax.jit(self._step_and_pack)
+        self.step_host = on_device(self.device, jax.jit(self._step_and_pack))
 
     def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
         """One compiled reset: each env's seed key (:func:`~gymjax.wrappers.options.seed_words`:

@@ -33,12 +33,14 @@ import numpy as np
 
 from gymjax import envs
 from gymjax.core import Env, EpisodeStatistics, State
+from gymjax.core.platform import platform
 from gymjax.wrappers.options import SessionOptions, UnsupportedRenderMode, batch_seed_words, check_num_envs
 from gymjax.wrappers.programs import (
     Program,
     StepView,
     cached_program,
     keep_program,
+    on_device,
     program_key,
     stack,
     stream_shape,
@@ -53,6 +55,17 @@ def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
     if env_kwargs:
         raise TypeError(f"keyword arguments {sorted(env_kwargs)} apply only when env is an id")
     return env
+
+
+def sized_engine(env: Env | str, env_kwargs: dict[str, Any], num_envs: int) -> dict[str, Any]:
+    """``env_kwargs`` with ``engine="auto"`` made the engine an adapter of ``num_envs`` envs wants on
+    an accelerator (:func:`~gymjax.envs.mujoco.base.adapter_engine`); on a CPU, as given."""
+    if (not isinstance(env, str) or "backend" in env_kwargs or env_kwargs.get("engine", "auto") != "auto"
+            or platform() == "cpu" or not envs.takes_engine(env)):
+        return env_kwargs
+    from gymjax.envs.mujoco.base import adapter_engine
+
+    return {**env_kwargs, "engine": adapter_engine(num_envs)}
 
 
 def env_row(obs: Any, i: int) -> Any:
@@ -172,7 +185,7 @@ class Session:
         self.options = options = SessionOptions.check(options)
         self.batched = num_envs is not None
         self.num_envs = check_num_envs(num_envs) if self.batched else 1
-        env_kwargs = dict(env_kwargs or {})
+        env_kwargs = sized_engine(env, dict(env_kwargs or {}), self.num_envs)
         key, held = program_key(env, env_kwargs, make, self.num_envs, self.batched, options)
         program = cached_program(key)
         self.base = program.base if program is not None else build(env, env_kwargs, make)
@@ -205,6 +218,11 @@ class Session:
         self._step, self._start, self._step_host = program.step, program.start, program.step_host
         self._packer = program.packer
         self._set_state = None
+
+    @property
+    def device(self) -> jax.Device | None:
+        """The device the envs run on where it is not JAX's default (the C engine beside an accelerator)."""
+        return self._program.device
 
     @property
     def autoreset_mode(self) -> AutoResetMode:
@@ -307,7 +325,7 @@ class Session:
                 f"expected qpos of shape ({nq},) and qvel of shape ({nv},), got {qpos.shape} and {qvel.shape}"
             )
         if self._set_state is None:
-            self._set_state = jax.jit(self._reset_to)
+            self._set_state = on_device(self._program.device, jax.jit(self._reset_to))
         previous = self.state
         randomized = None if previous is None else previous.randomized
         episode = None if previous is None else previous.episode

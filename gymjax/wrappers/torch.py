@@ -92,7 +92,8 @@ class _TorchOutputs:
 
     def _init_torch(self, space: gymnasium.spaces.Space, device: torch.device | str | None, copy: bool) -> None:
         _action_dtypes(space)  # refuse unsupported spaces now, not at step
-        self.bridge_device = torch_device_of(jax.devices()[0])
+        # The session's device (the CPU for the C engine beside a GPU): tensors cross without a copy.
+        self.bridge_device = torch_device_of(self.session.device or jax.devices()[0])
         self.device = _canonical(device, self.bridge_device)
         self.copy = copy
 

@@ -323,3 +323,64 @@ def test_making_an_env_starts_no_jax_runtime():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     rows = [line.split() for line in out.stdout.splitlines()]
     assert len(rows) >= 11 and all(row[1:] == ["mujoco", "False"] for row in rows), out.stdout + out.stderr[-2000:]
+
+
+# -- Beside an accelerator (measured on an H200: benchmarks/results/gpu.md). Here JAX has only the CPU,
+# so "an accelerator" is JAX's platform said to be one; what is checked is which engine and device
+# gymjax picks from it, which is all that differs there.
+
+
+def test_adapters_take_the_c_engine_below_thousands_of_envs_on_an_accelerator(monkeypatch):
+    from gymjax.wrappers import session
+
+    assert session.sized_engine("JaxHopper-v0", {}, 1) == {}  # on the CPU: "auto" stays the platform's
+    monkeypatch.setattr(session, "platform", lambda: "gpu")
+    monkeypatch.setattr(base, "platform", lambda: "gpu")
+    large = base.ADAPTER_MJX_MIN_ENVS
+    assert session.sized_engine("JaxHopper-v0", {}, 1) == {"engine": "mujoco"}
+    assert session.sized_engine("JaxHopper-v0", {"engine": "auto"}, large - 1) == {"engine": "mujoco"}
+    assert session.sized_engine("JaxMultiAnt-v0", {}, large) == {"engine": "mjx"}
+    assert session.sized_engine("JaxHopper-v0", {"engine": "mjx"}, 1) == {"engine": "mjx"}  # said: kept
+    assert session.sized_engine("JaxHopper-v0", {"backend": "mjx"}, 1) == {"backend": "mjx"}
+    assert session.sized_engine("JaxCartPole-v0", {}, 1) == {}  # no engine to choose
+
+
+def test_a_c_engine_session_runs_on_the_cpu_device_beside_an_accelerator(monkeypatch):
+    """Its FFI handler exists for the CPU only: every program of the session runs with the CPU as
+    JAX's default device, and a torch adapter's tensors come from there."""
+    from gymjax.core import platform
+    from gymjax.wrappers.torch import TorchEnv
+
+    monkeypatch.setattr(platform, "platform", lambda: "gpu")
+    used = []
+    real = jax.default_device
+
+    def recorded(device):
+        used.append(device)
+        return real(device)
+
+    monkeypatch.setattr(jax, "default_device", recorded)
+    cpu = jax.devices("cpu")[0]
+    # An option no other test uses: a program of its own, not one cached before the patch.
+    odd = {"reset_noise_scale": 0.0123}
+    env = gymnasium.make("JaxInvertedPendulum-v0", engine="mujoco", **odd).unwrapped
+    assert env.session.device == cpu
+    env.reset(seed=0)
+    env.step(np.zeros(1, np.float32))
+    env.set_state(np.zeros(2), np.zeros(2))
+    assert len(used) == 3 and set(used) == {cpu}  # the reset, the step and set_state
+    torch_env = TorchEnv("JaxInvertedPendulum-v0", engine="mujoco", **odd)
+    assert str(torch_env.bridge_device) == "cpu"
+    mjx = gymnasium.make("JaxInvertedPendulum-v0", engine="mjx", **odd).unwrapped
+    assert mjx.session.device is None  # MJX runs where JAX's default device is
+    for e in (env, torch_env, mjx):
+        e.close()
+
+
+def test_training_the_c_engine_beside_an_accelerator_is_refused_in_one_line(monkeypatch, pendulum_c):
+    from gymjax.trainers.ppo import PPOConfig, train
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    with pytest.raises(ValueError, match=r"runs on the CPU only \(MuJoCo's C engine\) and JAX's devices are gpu "
+                                         r"ones: train it with engine=\"mjx\" there, or on the CPU with JAX_PLATFORMS=cpu"):
+        train(PPOConfig(num_timesteps=1024, num_envs=8), pendulum_c, progress_bar=False)

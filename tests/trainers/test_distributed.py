@@ -81,9 +81,9 @@ def test_two_processes_keep_identical_parameters_and_equal_one_process_with_two_
     assert [r["devices"] for r in first] == [2, 2]  # one global mesh over both processes
     assert first[0]["params"] == first[1]["params"]
     assert len(first[0]["losses"]) == 4 and first[1]["losses"] == []  # callbacks run on process 0 only
-    assert processes(2)[0]["params"] == first[0]["params"]  # the same seed, the same run
     # One process with two forced devices splits the envs the same way (4 per device, same keys):
-    # the gloo all-reduce of two values is the in-process one, bit for bit.
+    # the gloo all-reduce of two values is the in-process one, bit for bit (and so two runs of the
+    # same seed are the same run; the resume tests below compare two more).
     env = {**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

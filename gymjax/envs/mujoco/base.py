@@ -32,7 +32,6 @@ import copy
 import functools
 import io
 import importlib.resources
-import importlib.util
 import logging
 import numbers
 import os
@@ -51,6 +50,7 @@ with contextlib.redirect_stdout(io.StringIO()):
     from mujoco import mjx
 
 from gymjax.core import Env, State, where_env
+from gymjax.core.platform import platform
 from gymjax.envs import options
 from gymjax.envs.mujoco.host import (
     POST_CONSTRAINT_FIELDS,
@@ -105,38 +105,28 @@ def resolve_engine(engine: str) -> str:
     """``"mjx"`` or ``"mujoco"``; ``"auto"`` picks by the platform JAX runs on."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
-    return _auto_engine(_platform()) if engine == "auto" else engine
-
-
-# JAX's plugins for accelerators (jax_plugins.<name>, or libtpu): without any, JAX runs on the CPU.
-_ACCELERATOR_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "jax_rocm7_plugin",
-                        "libtpu", "jax_plugins")
-
-
-def _platform() -> str:
-    """The platform JAX runs on, without starting JAX's runtime where it can be told otherwise.
-
-    A started runtime does not survive ``fork``: a client that makes one env to read its spaces and
-    then forks its workers (Gymnasium's ``AsyncVectorEnv``, Tianshou's ``SubprocVectorEnv``) would
-    find JAX unusable in them. ``JAX_PLATFORMS`` decides where it is set; with no accelerator
-    plugin installed, JAX can only run on the CPU; otherwise JAX is asked.
-    """
-    from jax._src import xla_bridge
-
-    if not xla_bridge.backends_are_initialized():
-        platforms = [p for p in (jax.config.jax_platforms or "").split(",") if p]
-        if platforms:
-            return platforms[0]
-        if not any(importlib.util.find_spec(name) for name in _ACCELERATOR_PLUGINS):
-            return "cpu"
-    return jax.default_backend()
+    return _auto_engine(platform()) if engine == "auto" else engine
 
 
 @functools.cache
-def _auto_engine(platform: str) -> str:
-    chosen = "mujoco" if platform == "cpu" else "mjx"
-    logger.info('engine="auto": JAX runs on %s, so MuJoCo envs use engine=%r', platform, chosen)
+def _auto_engine(where: str) -> str:
+    chosen = "mujoco" if where == "cpu" else "mjx"
+    logger.info('engine="auto": JAX runs on %s, so MuJoCo envs use engine=%r', where, chosen)
     return chosen
+
+
+# The adapters (gymnasium.make, make_vec, SB3, torch, PettingZoo) step their envs from the host, a
+# call a step. On an accelerator MJX launches its kernels at every step whatever the batch, so below
+# thousands of envs the host's C engine is the faster one. On an H200 beside 16 CPU cores
+# (benchmarks/results/gpu.md): one gymnasium.make("JaxHopper-v0") stepped 59 times a second on MJX
+# and 5,778 on the C engine; make_vec of JaxAnt-v0 was faster on the C engine at 256 and 1,024 envs
+# (6.2x, 2.3x) and on MJX at 4,096 (1.24x).
+ADAPTER_MJX_MIN_ENVS = 4096
+
+
+def adapter_engine(num_envs: int) -> str:
+    """What ``engine="auto"`` means for an adapter stepping ``num_envs`` envs from the host."""
+    return "mjx" if platform() != "cpu" and num_envs >= ADAPTER_MJX_MIN_ENVS else "mujoco"
 
 
 def solver_iterations(solver: str | tuple[int, int]) -> tuple[int, int] | None:
@@ -280,6 +270,7 @@ class MujocoEnv(Env[mjx.Model]):
         if default_camera_config is not None and not isinstance(default_camera_config, dict):
             raise ValueError(f"{name}: default_camera_config must be a dict, got {default_camera_config!r}")
         self.engine = resolve_engine(engine)
+        self.cpu_only = self.engine == "mujoco"
         self.xml_path = gymnasium_asset(xml_file)
         route_mujoco_warnings()
         with warnings.catch_warnings():
@@ -311,7 +302,7 @@ class MujocoEnv(Env[mjx.Model]):
         )
         self._post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.data_fields))
         # Gymnasium's init_qpos/init_qvel: a fresh MjData's, the model's qpos0 and zeros. NumPy: making
-        # an env starts no JAX runtime (see _platform), and so neither do its params (default_params).
+        # an env starts no JAX runtime (see gymjax.core.platform), and so neither do its params (default_params).
         self.init_qpos = np.asarray(self.mj_model.qpos0, np.float32)
         self.init_qvel = np.zeros(self.mj_model.nv, np.float32)
         self._renderers: dict[tuple[int, int], Any] = {}  # Gymnasium's MujocoRenderer, by size

@@ -139,6 +139,11 @@ def check(config: PPOConfig, env: Env) -> None:
         raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
     make_distribution(env.action_space, config.policy_distribution)  # TypeError: a space it has none for
     config.agent_episode_length(env)
+    if getattr(env, "cpu_only", False) and jax.default_backend() != "cpu":
+        raise ValueError(
+            f"{env!r} runs on the CPU only (MuJoCo's C engine) and JAX's devices are {jax.default_backend()} ones: "
+            f"train it with engine=\"mjx\" there, or on the CPU with JAX_PLATFORMS=cpu"
+        )
     num_devices = len(jax.devices())
     config.check_batch_split(num_devices)
     action_shape = getattr(env.action_space, "shape", None) or (1,)
