@@ -18,7 +18,7 @@ demo: install
 # Two passes: the suite on one worker a core (xdist; a file's tests stay on one worker, which compiles
 # its shared envs once), then the cases marked `serial`, which time themselves or run several
 # processes of their own and would be starved by the other worker: one after another on one worker,
-# with the one that mostly sleeps (the time budget's) beside them (tests/conftest.py).
+# with the few that can run beside them on the other worker (tests/conftest.py).
 test: install
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not slow and not serial"
 	$(PY) -m pytest -n 2 --dist loadgroup -m "serial and not slow"

@@ -34,9 +34,31 @@ per_epoch = max(1, 100_000 // config.env_steps_per_iteration)  # about 100k env 
 config = config.replace(num_timesteps=epochs * per_epoch * config.env_steps_per_iteration, epoch_iterations=per_epoch,
                         num_evals=0)
 rates = []
-ppo.train(config, ppo.presets.get(name).env_id, progress_bar=False,
-          progress_fn=lambda steps, metrics: rates.append(metrics["sps"]))
-print(json.dumps({"sps": rates}))
+env_id = ppo.presets.get(name).env_id
+ppo.train(config, env_id, progress_bar=False, progress_fn=lambda steps, metrics: rates.append(metrics["sps"]))
+
+# The split: the env alone, as the epoch steps it (its envs, unroll and time limit; random actions
+# in place of the policy), so that the rest of an epoch's time is the policy and the updates.
+import time, jax, gymjax
+from gymjax.wrappers.training import wrap_for_training
+base = gymjax.make(env_id)
+env = wrap_for_training(base, episode_length=config.agent_episode_length(base))
+n, unroll, low, high = config.num_envs, config.unroll_length, base.action_space.low, base.action_space.high
+
+@jax.jit
+def rollout(state, key):
+    def one(state, key):
+        return env.step(state, jax.random.uniform(key, (n, *low.shape), minval=low, maxval=high)), None
+    return jax.lax.scan(one, state, jax.random.split(key, unroll))[0]
+
+state = env.reset(jax.random.split(jax.random.PRNGKey(0), n))
+keys = iter(jax.random.split(jax.random.PRNGKey(1), 10_000))
+state = jax.block_until_ready(rollout(state, next(keys)))  # compiled
+calls, start = 0, time.perf_counter()
+while time.perf_counter() - start < 3.0:
+    state = jax.block_until_ready(rollout(state, next(keys)))
+    calls += 1
+print(json.dumps({"sps": rates, "env_sps": calls * n * unroll / (time.perf_counter() - start)}))
 """
 
 def run(checkout: pathlib.Path, preset: str, epochs: int, overrides: dict) -> dict:
@@ -45,9 +67,10 @@ def run(checkout: pathlib.Path, preset: str, epochs: int, overrides: dict) -> di
                          capture_output=True, text=True, timeout=1800)
     if out.returncode:
         raise RuntimeError(f"{checkout} {preset}: {out.stderr[-3000:]}")
-    rates = json.loads(out.stdout.strip().splitlines()[-1])["sps"]
-    return {"sps": statistics.median(rates[1:] or rates), "epochs": len(rates), "wall_s": time.time() - start,
-            "load": os.getloadavg()[0]}
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    rates = result["sps"]
+    return {"sps": statistics.median(rates[1:] or rates), "env_sps": result["env_sps"], "epochs": len(rates),
+            "wall_s": time.time() - start, "load": os.getloadavg()[0]}
 
 
 def main() -> None:
@@ -73,9 +96,14 @@ def main() -> None:
                 print(json.dumps(record), flush=True)
     summary = {}
     for preset in args.presets:
-        rate = {label: statistics.median(x["sps"] for x in records if x["preset"] == preset and x["checkout"] == label)
-                for label in ("base", "native")}
-        summary[preset] = {**rate, "ratio": rate["native"] / rate["base"]}
+        ran = {label: [x for x in records if x["preset"] == preset and x["checkout"] == label] for label in ("base", "native")}
+        rate = {label: statistics.median(x["sps"] for x in xs) for label, xs in ran.items()}
+        env = {label: statistics.median(x["env_sps"] for x in xs) for label, xs in ran.items()}
+        # µs per env step: the epoch's, the env's alone, and the rest (the policy and the updates)
+        split = {label: {"epoch_us": 1e6 / rate[label], "env_us": 1e6 / env[label],
+                         "rest_us": 1e6 / rate[label] - 1e6 / env[label]} for label in rate}
+        summary[preset] = {**rate, "ratio": rate["native"] / rate["base"], "env_sps": env,
+                           "env_ratio": env["native"] / env["base"], "split": split}
     (RESULTS / f"{args.stem}.json").write_text(json.dumps(
         {"base": base_commit.strip(), "native": ours_commit.strip(), "overrides": overrides, "records": records,
          "summary": summary}, indent=1))
@@ -91,13 +119,24 @@ def main() -> None:
         "row), processes alternated per preset. Env steps/s: median over a run's epochs after the first, "
         "median over rounds.",
         "",
-        "| preset | base checkout | this checkout | ratio | load (1 min) over its runs |",
-        "|---|---|---|---|---|",
+        "| preset | base checkout | this checkout | ratio | env alone: base, this, ratio | µs an env step, base: "
+        "env + rest | this: env + rest | load (1 min) over its runs |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for preset, s in summary.items():
         loads = [x["load"] for x in records if x["preset"] == preset]
+        b, t = s["split"]["base"], s["split"]["native"]
         lines.append(f"| {preset} | {s['base']:,.0f} | {s['native']:,.0f} | {s['ratio']:.2f} | "
+                     f"{s['env_sps']['base']:,.0f}, {s['env_sps']['native']:,.0f}, {s['env_ratio']:.2f} | "
+                     f"{b['env_us']:.0f} + {b['rest_us']:.0f} | {t['env_us']:.0f} + {t['rest_us']:.0f} | "
                      f"{min(loads):.1f}-{max(loads):.1f} |")
+    lines += [
+        "",
+        "Env alone: the preset's envs, unroll and time limit stepped in a jitted `lax.scan` with random actions in "
+        "place of the policy (env steps/s, 3 s after the compile, in the run's process). The rest of an epoch's "
+        "time per env step is the policy's forward passes and the SGD updates, which the engine does not touch: "
+        "an engine k times faster speeds an epoch by 1 / (rest share + env share / k).",
+    ]
     (RESULTS / f"{args.stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

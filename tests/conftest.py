@@ -43,7 +43,9 @@ FIRST = ("envs/test_external.py", "envs/test_mjx_parity.py")
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not item.path.as_posix().endswith(FIRST))  # stable: the rest keep their order
     # `make test`'s second pass (`-n 2 --dist loadgroup`): the `serial` tests one after another on one
-    # worker, beside them only a test that names a group of its own (one that mostly sleeps).
+    # worker; on the other, one after another, the few that name the group "beside_serial" (the time
+    # budget's test, which mostly sleeps, and the tune tests, which time nothing): they never meet the
+    # parallel pass's compiles, and the distributed tests never meet each other.
     for item in items:
         if item.get_closest_marker("serial") and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group("serial"))

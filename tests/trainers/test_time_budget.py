@@ -78,10 +78,10 @@ def last_line(capsys):
 
 
 # It measures its own speed before keeping to a deadline, so not beside the parallel pass's compiles;
-# it sleeps 40 s of its minute by construction, so beside the serial tests (a group of its own), which
+# it sleeps 40 s of its minute by construction, so beside the serial tests (tests/conftest.py), which
 # its few light epochs barely load and whose load it is built to survive.
 @pytest.mark.serial
-@pytest.mark.xdist_group("paced")
+@pytest.mark.xdist_group("beside_serial")
 def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_path, capsys):
     """The run slows by a third of its budget before every epoch after the first, so its chosen
     steps cannot fit (they took the budget at the speed timed): the deadline must stop it, however

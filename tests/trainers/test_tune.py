@@ -82,7 +82,10 @@ def test_three_trials_into_sqlite_read_back_and_the_best_trains(tmp_path, space_
     assert config["policy_hidden_sizes"] == [16, 16] and config["num_timesteps"] == 512
 
 
-@pytest.mark.serial  # a process of its own, killed on a clock
+# A process of its own, killed once its second trial runs (polled, no clock): beside the serial tests
+# (tests/conftest.py), after the time budget's test, while the distributed tests run alone on the other worker.
+@pytest.mark.serial
+@pytest.mark.xdist_group("beside_serial")
 def test_a_study_killed_mid_trial_continues_and_never_counts_that_trial(tmp_path, space_file):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
     command = [sys.executable, "-m", "gymjax", *_flags(tmp_path, space_file, "--n-trials", "3")]
@@ -135,7 +138,8 @@ def test_a_pruner_that_must_prune_stops_a_timed_trial(space_file):
     assert "PRUNED at evaluation 1" in tune.describe(trial)
 
 
-@pytest.mark.serial  # three processes of its own
+@pytest.mark.serial  # three processes of its own; beside the serial tests, as the one above
+@pytest.mark.xdist_group("beside_serial")
 def test_workers_share_one_study(tmp_path, space_file):
     assert main(_flags(tmp_path, space_file, "--n-trials", "2", "--n-jobs", "2")) == 0
     study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'tune.db'}")
