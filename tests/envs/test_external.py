@@ -213,10 +213,10 @@ def test_spaces_metrics_and_limits_are_the_sources():
     brax_env = gymnasium.make("brax/inverted_pendulum-v0", backend="positional")
     assert brax_env.action_space == gymnasium.spaces.Box(-3.0, 3.0, (1,), np.float32)  # Brax's ctrl_range
     assert brax_env.unwrapped.session.base.max_episode_steps == 1000  # Brax's episode_length
+    # Brax's metrics are the info of every step: the session's info keys, from its traced step (a
+    # compiled HalfCheetah step costs 10 s here; its lockstep test, `-m slow`, steps it).
     halfcheetah = gymnasium.make("brax/halfcheetah-v0", backend="positional")
-    _, info = halfcheetah.reset(seed=0)
-    _, _, _, _, info = halfcheetah.step(halfcheetah.action_space.sample())
-    assert {"x_position", "reward_run", "reward_ctrl"} <= set(info)  # Brax's metrics
+    assert {"x_position", "reward_run", "reward_ctrl"} <= set(halfcheetah.unwrapped.session.info_keys)
     gymnax_env = gymnasium.make("gymnax/MountainCarContinuous-v0")
     assert gymnax_env.unwrapped.session.base.max_episode_steps == 999  # gymnax's max_steps_in_episode
     assert gymnax_env.action_space == gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
