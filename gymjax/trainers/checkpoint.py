@@ -350,9 +350,17 @@ def _join_started_since(threads: set[threading.Thread], wait_s: float) -> None:
     """Waits, ``wait_s`` at most, for the threads started since ``threads`` was taken to end."""
     deadline = time.monotonic() + wait_s
     for thread in set(threading.enumerate()) - threads:
-        if thread is not threading.current_thread():
-            # Thread's own join: orbax's threads override theirs to raise the thread's failure.
-            threading.Thread.join(thread, max(0.0, deadline - time.monotonic()))
+        if thread is threading.current_thread():
+            continue
+        while True:
+            try:
+                # Thread's own join: orbax's threads override theirs to raise the thread's failure.
+                threading.Thread.join(thread, max(0.0, deadline - time.monotonic()))
+                break
+            except RuntimeError:  # listed while it starts, not yet joinable (seen in CI): a moment later
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.001)
 
 
 def _handlers() -> ocp.CheckpointHandlerRegistry:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
 
 import jax
@@ -361,3 +362,14 @@ def test_a_save_that_fills_the_disk_says_one_line_and_leaves_the_sys_hooks_alone
     lines = proc.stderr.splitlines()
     assert len(lines) == 5, proc.stderr[-3000:]  # one line a failure: no traceback, no "Event loop is closed"
     assert all(line.startswith("could not write checkpoint step ") and "No space left on device" in line for line in lines)
+
+
+def test_a_failed_saves_wait_passes_a_thread_that_is_still_starting(monkeypatch):
+    """``threading.enumerate`` lists a thread while it starts, before it can be joined: a failed
+    save waiting for orbax's threads met one (CI, a full disk) and raised "cannot join thread before
+    it is started" instead of the save's one line."""
+    starting = threading.Thread(target=lambda: None)  # as listed between start() and its bootstrap
+    monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread(), starting])
+    start = time.monotonic()
+    ckpt._join_started_since(set(), 0.2)
+    assert 0.2 <= time.monotonic() - start < 5  # waited for it to become joinable, until the deadline
