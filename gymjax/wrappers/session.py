@@ -60,8 +60,10 @@ def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
 def sized_engine(env: Env | str, env_kwargs: dict[str, Any], num_envs: int) -> dict[str, Any]:
     """``env_kwargs`` with ``engine="auto"`` made the engine an adapter of ``num_envs`` envs wants on
     an accelerator (:func:`~gymjax.envs.mujoco.base.adapter_engine`); on a CPU, as given."""
+    # The platform is asked last: on a machine with an accelerator plugin that starts JAX's runtime,
+    # which a classic-control env made before a fork (AsyncVectorEnv) must not do.
     if (not isinstance(env, str) or "backend" in env_kwargs or env_kwargs.get("engine", "auto") != "auto"
-            or platform() == "cpu" or not envs.takes_engine(env)):
+            or not envs.takes_engine(env) or platform() == "cpu"):
         return env_kwargs
     from gymjax.envs.mujoco.base import adapter_engine
 
