@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gymjax.core import Env, EpisodeStatistics, State
-from gymjax.core.platform import device_for
 from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
+from gymjax.core.platform import device_for
 from gymjax.wrappers.options import SessionOptions
 from gymjax.wrappers.training import AutoResetMode, next_reset_key, single_env_stack, wrap_for_training
 
