@@ -30,34 +30,44 @@ VEC = (256, 1024, 4096)
 
 def engines() -> dict:
     """Each engine's resolution and a few steps, or the one-line error."""
-    import gymnasium
-
     import gymjax  # noqa: F401  (registers the ids)
 
-    out = {}
-    for engine in ENGINES:
-        start = time.perf_counter()
-        try:
-            env = gymnasium.make("JaxHopper-v0", engine=engine)
-            env.reset(seed=0)
-            env.action_space.seed(0)
-            for _ in range(5):
-                env.step(env.action_space.sample())
-            out[engine] = {"ok": True, "engine": env.unwrapped.session.base.engine, "s": time.perf_counter() - start}
-            env.close()
-        except Exception as e:  # noqa: BLE001  (recorded: the point of the part)
-            out[engine] = {"ok": False, "error": common.one_line(e), "s": time.perf_counter() - start}
+    out = {engine: _attempt(lambda engine=engine: _made_steps(engine)) for engine in ENGINES}
     out["torch engine=mujoco"] = _attempt(_torch_steps)
     out["train engine=mujoco"] = _attempt(_train_refused)
     return out
 
 
 def _attempt(f) -> dict:
+    """``f()``'s result and seconds, or its error in one line: a failure is this part's finding."""
     start = time.perf_counter()
     try:
         return {"ok": True, "result": f(), "s": time.perf_counter() - start}
     except Exception as e:  # noqa: BLE001
         return {"ok": False, "error": common.one_line(e), "s": time.perf_counter() - start}
+
+
+def _made_steps(engine: str) -> str:
+    """``gymnasium.make("JaxHopper-v0", engine=engine)`` reset and stepped 5 times: the engine it resolved to."""
+    import gymnasium
+
+    env = gymnasium.make("JaxHopper-v0", engine=engine)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(5):
+        env.step(env.action_space.sample())
+    engine = env.unwrapped.session.base.engine
+    env.close()
+    return engine
+
+
+def _timed(builders: dict, rounds: int, round_s: float, desc: str) -> dict:
+    """The stacks built and timed in alternation (:func:`common.interleaved`), those that failed to build
+    among its ``failed``."""
+    stacks, failed = common.build(builders)
+    result = common.interleaved(stacks, rounds, round_s, desc=desc)
+    result["failed"] |= failed
+    return result
 
 
 def _torch_steps() -> str:
@@ -102,10 +112,8 @@ def vec(sizes: tuple[int, ...], rounds: int, round_s: float) -> dict:
         chosen = gymnasium.make_vec("JaxAnt-v0", num_envs=n)
         auto = chosen.unwrapped.session.base.engine
         chosen.close()
-        stacks, failed = common.build({e: (lambda e=e: vec_env(n, e)) for e in ("mujoco", "mjx")})
-        result = common.interleaved(stacks, rounds, round_s, desc=f"make_vec N={n}")
-        result["failed"] |= failed
-        out[f"N={n}"] = {"auto": auto, **result}
+        builders = {e: (lambda e=e: vec_env(n, e)) for e in ("mujoco", "mjx")}
+        out[f"N={n}"] = {"auto": auto, **_timed(builders, rounds, round_s, f"make_vec N={n}")}
     return out
 
 
@@ -117,10 +125,7 @@ def single(rounds: int, round_s: float) -> dict:
         "gymjax engine=mujoco": lambda: gymnasium_env("JaxHopper-v0", engine="mujoco"),
         "Gymnasium Hopper-v5": lambda: gymnasium_env("Hopper-v5"),
     }
-    stacks, failed = common.build(builders)
-    result = common.interleaved(stacks, rounds, round_s, desc="single env")
-    result["failed"] |= failed
-    return result
+    return _timed(builders, rounds, round_s, "single env")
 
 
 def scan(sizes: dict, rounds: int, round_s: float) -> dict:
@@ -129,10 +134,8 @@ def scan(sizes: dict, rounds: int, round_s: float) -> dict:
     out = {}
     for env_id, ns in sizes.items():
         for n in ns:
-            stacks, failed = common.build({"mjx": lambda: training_scan(n, env_id, engine="mjx")})
-            result = common.interleaved(stacks, rounds, round_s, desc=f"{env_id} N={n}")
-            result["failed"] |= failed
-            out[f"{env_id} N={n}"] = result
+            builders = {"mjx": lambda: training_scan(n, env_id, engine="mjx")}
+            out[f"{env_id} N={n}"] = _timed(builders, rounds, round_s, f"{env_id} N={n}")
     return out
 
 
@@ -200,7 +203,8 @@ def summary(results: dict) -> list[str]:
     lines = []
     if "engines" in results and "error" not in results["engines"]:
         for name, r in results["engines"].items():
-            said = r.get("engine") or r.get("result") if r["ok"] else f"**failed**: {r['error']}"
+            # "engine": the first records' key for what the made env resolved to
+            said = r.get("result", r.get("engine")) if r["ok"] else f"**failed**: {r['error']}"
             lines.append(f"- `{name}`: {said}")
     if "single" in results and "stacks" in results["single"]:
         stacks, theirs = results["single"]["stacks"], results["single"]["stacks"].get("Gymnasium Hopper-v5")

@@ -125,8 +125,9 @@ ADAPTER_MJX_MIN_ENVS = 4096
 
 
 def adapter_engine(num_envs: int) -> str:
-    """What ``engine="auto"`` means for an adapter stepping ``num_envs`` envs from the host."""
-    return "mjx" if platform() != "cpu" and num_envs >= ADAPTER_MJX_MIN_ENVS else "mujoco"
+    """What ``engine="auto"`` means on an accelerator for an adapter stepping ``num_envs`` envs from
+    the host (on a CPU it means the C engine whatever the batch; see ``sized_engine``, its caller)."""
+    return "mjx" if num_envs >= ADAPTER_MJX_MIN_ENVS else "mujoco"
 
 
 def solver_iterations(solver: str | tuple[int, int]) -> tuple[int, int] | None:
