@@ -548,6 +548,8 @@ class _Reporter(Hook):
         self.value = metrics["eval/episode_return"]
         self.trial.report(self.value, self.evaluations)
         self.evaluations += 1
+        if progress.epoch >= progress.num_epochs:  # trained to its end: a result; pruning would save nothing
+            return
         if self.trial.should_prune():
             self.pruned = f"pruned at evaluation {self.evaluations} (return {self.value:.6g})"
             raise StopTraining(self.pruned)

@@ -138,6 +138,18 @@ def test_a_pruner_that_must_prune_stops_a_timed_trial(space_file):
     assert "PRUNED at evaluation 1" in tune.describe(trial)
 
 
+def test_a_trial_that_trained_to_its_end_is_complete_whatever_the_pruner_says():
+    from ppo_configs import TINY
+
+    # One evaluation, after the last epoch: nothing is left to save, so the must-prune pruner is not asked.
+    setup = tune.make_setup("JaxCartPole-v0", TINY.replace(num_evals=1), space=SPACE)
+    study = tune.open_study(setup, pruner=optuna.pruners.ThresholdPruner(lower=1e9), say=lambda line: None)
+    tune.optimize(study, setup, n_trials=1)
+    (trial,) = study.trials
+    assert trial.state.name == "COMPLETE" and trial.value == trial.intermediate_values[0]
+    assert trial.user_attrs["env_steps"] == TINY.num_timesteps
+
+
 @pytest.mark.serial  # three processes of its own; beside the serial tests, as the one above
 @pytest.mark.xdist_group("beside_serial")
 def test_workers_share_one_study(tmp_path, space_file):
