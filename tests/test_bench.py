@@ -332,6 +332,24 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
         suite.rows({"a": record(None, "reacher", "Reacher-v5", [run(0, [1.0])])})
 
 
+def test_the_suite_counts_a_kept_best_snapshot_at_an_hour_only_and_labels_it():
+    from benchmarks import suite
+
+    def row(minutes, final, best, kept=True):
+        return {"reference_id": "Swimmer-v5", "minutes": minutes, "target": suite.TARGETS[minutes]["Swimmer-v5"],
+                "gymjax": {"seeds": [0], "final": [final], "best": [best], "best_kept": kept, "env_steps": [1000],
+                           "notes": {}}}  # fmt: skip
+
+    assert suite._met(row(60, 365.0, 365.0)) == "last"
+    assert suite._met(row(60, 240.0, 362.0)) == "best"  # the hour's target: the best or the last, labelled
+    assert suite._met(row(60, 240.0, 362.0, kept=False)) is False  # a curve's highest is never a result
+    assert suite._met(row(60, 240.0, 350.0)) is False
+    assert suite._met(row(15, 250.0, 300.0)) is False  # 15 minutes: the last snapshot alone
+    table = suite.table({"rows": [{**row(60, 240.0, 362.0), "sb3": None}]})
+    assert "| 359 | yes, best snapshot |" in table[-1]
+    assert suite.missed({"rows": [row(60, 240.0, 362.0)]}) == []
+
+
 def test_a_note_is_kept_in_its_record_and_refused_for_a_task_it_lacks(tmp_path, monkeypatch):
     from benchmarks import note
 
