@@ -27,6 +27,13 @@ before = snapshot()
 import gymjax
 """
 
+# Runs its arguments with SIGINT at its default, as a terminal starts a program: a suite started in the
+# background of a shell without job control inherits SIGINT ignored, and Python then keeps it ignored.
+FROM_A_TERMINAL = [
+    sys.executable, "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+]  # fmt: skip
+
 
 def test_a_program_run_with_python_m_that_imports_gymjax_keeps_its_process(tmp_path):
     """``python -m pkg`` whose package imports gymjax: sys.argv is ["-m"] while it imports, as for
@@ -41,8 +48,8 @@ def test_a_program_run_with_python_m_that_imports_gymjax_keeps_its_process(tmp_p
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-m", "pkg"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen([*FROM_A_TERMINAL, sys.executable, "-m", "pkg"], cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert proc.stdout.readline() == "ready\n", proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
