@@ -327,3 +327,27 @@ def test_cli_budget_counts_from_the_process_start():
     started, imported = map(float, out.stdout.split())
     assert launched - 0.05 <= started <= min(launched + 0.5, imported), (launched, started, imported)
     assert abs(cli_run._started_at(argparse.Namespace(argv=["train"])) - time.time()) < 0.1
+
+
+def test_networks_too_large_are_refused_in_one_line_before_any_work(tmp_path, monkeypatch, capsys):
+    """Issue 51: policy_hidden_sizes [60000, 60000] (3.6e9 weights, 14 GiB, and as much again for each
+    of their gradients and Adam's two moments) passed a check that counted the batch alone, then
+    ended the command in RESOURCE_EXHAUSTED. With 32 GiB to use it is refused, naming the fields; the
+    default networks pass the same check."""
+    import gymjax.envs
+    from gymjax.trainers.ppo import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: (32 * 2**30, "available host memory"))
+    huge = CONFIG.replace(policy_hidden_sizes=(60000, 60000))
+    with pytest.raises(ValueError) as refused:
+        train(huge, ENV, progress_bar=False)
+    said = str(refused.value)
+    assert "\n" not in said
+    assert re.match(r"policy_hidden_sizes=\[60000, 60000\] with value_hidden_sizes=\[.*\] needs at least "
+                    r"5\d\.\d GiB \(3,60\d,\d{3},\d{3} network weights x 4 .*; available host memory is 32\.0 GiB\. "
+                    r"Use smaller hidden layers", said), said
+    memory.check_fits(CONFIG, gymjax.envs.make(ENV), 4, 1, CONFIG.num_envs)  # the usual size fits
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *CLI_FLAGS, "--policy-hidden-sizes", "60000,60000", "--run-dir", str(tmp_path / "run")])
+    assert "policy_hidden_sizes=[60000, 60000]" in str(exit_info.value.code), exit_info.value.code
+    assert not (tmp_path / "run").exists()
