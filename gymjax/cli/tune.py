@@ -46,6 +46,10 @@ def _tune(args: argparse.Namespace) -> int:
         tuning.check_out_dir(args.out, name, args.storage)
     study = tuning.open_study(setup, args.storage, name, sampler=args.sampler, pruner=args.pruner,
                               n_startup_trials=args.n_startup_trials, say=_note)
+    if args.enqueue_base and args.worker is None:
+        added = tuning.enqueue_base(study, setup)
+        _note("the base config's values are the study's next trial (the yardstick)" if added else
+              "the base config's values are in the study already (the yardstick): not enqueued again")
     if args.worker is not None:
         n_trials = None if args.n_trials is None else _share(args.n_trials, args.n_jobs, args.worker)
         tuning.optimize(study, setup, n_trials=n_trials, max_total_trials=args.max_total_trials,
@@ -74,13 +78,16 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.n_trials is None and args.max_total_trials is None:
         raise SystemExit("give --n-trials N (trials this command runs) or --max-total-trials N (trials the "
                          "study holds, failed ones not counted)")
-    if args.minutes_per_trial is not None and "num_timesteps" in vars(args):
-        raise SystemExit("--minutes-per-trial chooses each trial's steps; drop --timesteps (or train each "
-                         "trial --timesteps steps without --minutes-per-trial)")
-    if args.n_jobs > 1 and args.storage is None:
+    if args.timesteps_per_trial is not None and "num_timesteps" in vars(args):
+        raise SystemExit("--timesteps-per-trial is the base config's --timesteps for tune; give one of them")
+    if args.minutes_per_trial is not None and (args.timesteps_per_trial is not None or "num_timesteps" in vars(args)):
+        raise SystemExit("--minutes-per-trial chooses each run's steps; drop --timesteps-per-trial (or train "
+                         "each run a fixed number of steps without --minutes-per-trial)")
+    if args.n_jobs > 1 and (args.storage is None or tuning.in_memory(args.storage)):
+        held = "" if args.storage is None else f" (--storage {tuning.masked(args.storage)} is one)"
         raise SystemExit(f"--n-jobs {args.n_jobs} runs {args.n_jobs} processes on one study, which an "
-                         "in-memory study cannot be: give --storage (sqlite:///tune.db on one machine, "
-                         "an RDB URL for several)")
+                         f"in-memory study{held} cannot be: each would tune a database of its own; give "
+                         "--storage a database on disk (sqlite:///tune.db on one machine, an RDB URL for several)")
     if args.preset is None and args.env is None:
         raise SystemExit(f"give --env ID or --preset NAME (presets: {presets.listing()})")
 
@@ -92,6 +99,8 @@ def _setup(args: argparse.Namespace) -> tuning.TuneSetup:
                          "drop one of them")
     env_id = args.env or preset.env_id
     overrides = run.config_overrides(args)
+    if args.timesteps_per_trial is not None:
+        overrides["num_timesteps"] = args.timesteps_per_trial
     try:
         base = PPOConfig.preset(args.preset, **overrides) if preset else PPOConfig(**overrides)
     except ValueError as e:
@@ -103,7 +112,8 @@ def _setup(args: argparse.Namespace) -> tuning.TuneSetup:
         where = f"--search-space {args.search_space}"
         space = tuning.parse_space(tuning.read_data_file(args.search_space, "--search-space"), base, where)
     return tuning.make_setup(env_id, base, env_kwargs=env_kwargs, space=space,
-                             minutes_per_trial=args.minutes_per_trial, env=env)
+                             minutes_per_trial=args.minutes_per_trial, seeds_per_trial=args.seeds_per_trial,
+                             objective=args.objective, env=env)
 
 
 def _share(n_trials: int, n_jobs: int, worker: int) -> int:
@@ -219,9 +229,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--max-total-trials", type=common.positive_int, metavar="N",
                    help="stop once the study holds N complete, pruned or running trials (all processes', "
                         "failed ones not counted): a continued tune runs only those left")
+    p.add_argument("--seeds-per-trial", type=common.positive_int, default=1, metavar="K",
+                   help="runs a trial makes, one a seed (the base --seed and the K-1 after it, the same for "
+                        "every trial), its value the --objective of their returns (default: %(default)s)")
+    p.add_argument("--objective", choices=tuple(tuning.OBJECTIVES), default=tuning.DEFAULT_OBJECTIVE,
+                   help="how a trial's seeds make its value, and what the pruner sees mid-trial: the mean "
+                        "keeps a failing seed's cost, the median hides one of 3 (default: %(default)s)")
+    p.add_argument("--timesteps-per-trial", type=common.positive_int, metavar="N",
+                   help="env steps each of a trial's runs trains: a fixed amount of work, so a loaded machine "
+                        "does not bias the study (the same as --timesteps)")
     p.add_argument("--minutes-per-trial", type=run.minutes_arg, metavar="M",
-                   help="each trial's wall-clock budget, compile and evaluations included (default: each "
-                        "trial trains --timesteps steps)")
+                   help="the wall-clock budget of each of a trial's runs, compile and evaluations included "
+                        "(default: each run trains --timesteps-per-trial steps)")
+    p.add_argument("--enqueue-base", action="store_true",
+                   help="make the base config's own values (the preset's) the study's next trial, the "
+                        "yardstick the search must beat; once per study")
     p.add_argument("--n-jobs", type=common.positive_int, default=1, metavar="J",
                    help="worker processes sharing the trials (needs --storage; default: %(default)s)")
     p.add_argument("--sampler", choices=("tpe", "random"), default="tpe", help="default: %(default)s")

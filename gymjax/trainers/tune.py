@@ -1,14 +1,17 @@
 """Hyperparameter tuning of PPO on Optuna: ``gymjax tune``, rl-baselines3-zoo's ``train.py --optimize``.
 
 A *study* searches :class:`PPOConfig` fields (:class:`Param`, a :data:`SearchSpace` per kind of task
-or from a file) for the highest evaluation return. Each *trial* is an ordinary run: a base config
-with the trial's values and its own seed (``base seed + trial number``, recorded), trained for
-``minutes_per_trial`` minutes (:func:`gymjax.trainers.ppo.train.time_budget`) or for the base
-config's ``num_timesteps``. It reports each evaluation's return to Optuna, its step the evaluation's
-index: every trial makes ``num_evals`` evaluations spread over its budget, so the k-th evaluations
-of two trials are comparable whatever their batch sizes. A pruner that judges it hopeless stops it
-as any hook stops a run (:class:`~gymjax.trainers.hooks.StopTraining`); its value is the last
-evaluation's return.
+or from a file) for the highest evaluation return. Each *trial* trains a base config with the
+trial's values on the study's seeds (``base seed + 0 .. K-1``, the same for every trial, so that two
+trials differ by their settings and not by their seeds' luck), one ordinary run a seed, one after
+another, each for ``minutes_per_trial`` minutes (:func:`gymjax.trainers.ppo.train.time_budget`) or
+for the base config's ``num_timesteps``. Its value is the study's :data:`OBJECTIVES` (``mean`` by
+default) of each seed's last evaluation return. It reports to Optuna after each evaluation the
+objective over the seeds trained so far (the finished seeds' last returns and the current seed's
+latest), its step ``seed index x num_evals + evaluation index``: every run makes ``num_evals``
+evaluations spread over its budget, so a step is the same seed at the same point of its budget in
+every trial whatever their batch sizes. A pruner that judges it hopeless stops it as any hook stops
+a run (:class:`~gymjax.trainers.hooks.StopTraining`), and its remaining seeds are not trained.
 
 Several processes and machines share one study through Optuna's RDB storage (its own distributed
 mode: each process asks the storage for its next trial). What a study is (env, base config, search
@@ -36,11 +39,14 @@ import math
 import os
 import pathlib
 import socket
+import statistics
 import time
 import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
+
+import jax
 
 from gymjax import envs
 from gymjax.core import Env
@@ -60,6 +66,13 @@ SETUP_ATTR = "gymjax_setup"  # the study's user attribute holding its TuneSetup
 HEARTBEAT_INTERVAL_S = 60
 HEARTBEAT_GRACE_S = 300
 MAX_FILE_BYTES = 1 << 20  # a search space or preset file larger than this is not one
+# How a trial's seeds make one value. The mean is the default: the median of 3 hides one seed that
+# fails (HalfCheetah's 5,228 beside two over 9,000 had the median of the three over 9,000), the min
+# ranks the unluckiest seed's noise; the mean keeps both the level and a third of any seed's failure.
+OBJECTIVES: dict[str, Callable[[Sequence[float]], float]] = {
+    "mean": statistics.fmean, "median": statistics.median, "min": min,
+}
+DEFAULT_OBJECTIVE = "mean"
 
 
 class TuneError(ValueError):
@@ -80,8 +93,8 @@ def import_optuna():
 PARAM_TYPES = ("float", "int", "categorical")
 # Fields a trial does not choose: each is its own fact, given once for the whole study.
 NOT_SEARCHED = {
-    "num_timesteps": "the budget of a trial: --minutes-per-trial, or the base config's num_timesteps",
-    "seed": "each trial's own (the base seed + the trial's number)",
+    "num_timesteps": "the budget of a trial's runs: --minutes-per-trial, or --timesteps-per-trial",
+    "seed": "the study's seeds (the base seed and the --seeds-per-trial after it), the same for every trial",
     "num_evals": "the pruner's steps, the same for every trial",
 }
 
@@ -296,7 +309,10 @@ class TuneSetup:
         env_id, env_kwargs: the task.
         base: the config each trial changes the searched fields of.
         space: the searched fields.
-        minutes_per_trial: each trial's wall-clock budget; None: it trains ``base.num_timesteps``.
+        minutes_per_trial: the wall-clock budget of each of a trial's runs; None: each trains
+            ``base.num_timesteps``.
+        seeds_per_trial: the runs a trial makes, on seeds ``base.seed + 0 .. K-1``.
+        objective: how their last returns make the trial's value (:data:`OBJECTIVES`).
         env: the built env (not stored).
     """
 
@@ -306,17 +322,48 @@ class TuneSetup:
     space: SearchSpace
     minutes_per_trial: float | None
     env: Env = dataclasses.field(compare=False, repr=False)
+    seeds_per_trial: int = 1
+    objective: str = DEFAULT_OBJECTIVE
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """Every trial's seeds: the same for all, so trials differ by their settings alone."""
+        return tuple((self.base.seed + k) % 2**32 for k in range(self.seeds_per_trial))
+
+    def aggregate(self, returns: Sequence[float]) -> float:
+        """The trial's value (or, mid-trial, its intermediate value) from its seeds' returns."""
+        return float(OBJECTIVES[self.objective](returns))
 
     def to_json(self) -> dict[str, Any]:
         return json.loads(json.dumps({
             "env": self.env_id, "env_kwargs": self.env_kwargs, "config": self.base.to_dict(),
             "minutes_per_trial": self.minutes_per_trial, "search_space": space_to_json(self.space),
+            "seeds": list(self.seeds), "objective": self.objective,
         }))
 
     def trial_config(self, params: Mapping[str, Any], seed: int) -> PPOConfig:
         """The base config with a trial's ``params`` (as Optuna stores them) and ``seed``."""
         values = {name: from_optuna(name, value) for name, value in params.items()}
         return self.base.replace(**values, seed=seed % 2**32)
+
+    def base_params(self) -> dict[str, Any]:
+        """The base config's values of the searched fields, as Optuna stores them: the yardstick trial.
+        TuneError, naming the field, for a value outside its range (Optuna would not sample it)."""
+        params = {}
+        for name, param in self.space.items():
+            value = to_optuna(getattr(self.base, name))
+            if param.type == "categorical":
+                inside = value in [to_optuna(c) for c in param.choices]
+            else:
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                inside = number and param.low <= value <= param.high
+            if not inside:
+                searched = (f"choices {_short([to_optuna(c) for c in param.choices])}"
+                            if param.type == "categorical" else f"[{param.low!r}, {param.high!r}]")
+                raise TuneError(f"--enqueue-base: the base config's {name} = {value!r} is outside the search "
+                                f"space's {searched}; widen the space or change the base")
+            params[name] = value
+        return params
 
 
 def make_setup(
@@ -326,6 +373,8 @@ def make_setup(
     env_kwargs: Mapping[str, Any] | None = None,
     space: SearchSpace | Mapping[str, Any] | None = None,
     minutes_per_trial: float | None = None,
+    seeds_per_trial: int = 1,
+    objective: str = DEFAULT_OBJECTIVE,
     env: Env | None = None,
 ) -> TuneSetup:
     """A checked :class:`TuneSetup`; ``space`` None: the default for the kind of task
@@ -340,6 +389,10 @@ def make_setup(
             raise TuneError(str(e)) from None
     if base.num_evals < 1:
         raise TuneError("num_evals must be >= 1: a trial's value is its evaluations' return")
+    if isinstance(seeds_per_trial, bool) or not isinstance(seeds_per_trial, int) or seeds_per_trial < 1:
+        raise TuneError(f"seeds per trial: expected an int >= 1, got {seeds_per_trial!r}")
+    if objective not in OBJECTIVES:
+        raise TuneError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if minutes_per_trial is not None:
         try:
             minutes_per_trial = budget.check_minutes(minutes_per_trial)
@@ -353,7 +406,7 @@ def make_setup(
         ppo_check(base, env)
     except (ValueError, TypeError) as e:
         raise TuneError(f"the base config cannot train {env_id}: {e}") from None
-    return TuneSetup(env_id, env_kwargs, base, dict(space), minutes_per_trial, env)
+    return TuneSetup(env_id, env_kwargs, base, dict(space), minutes_per_trial, env, seeds_per_trial, objective)
 
 
 # -- the study ---------------------------------------------------------------------------------------
@@ -388,6 +441,24 @@ def open_storage(url: str | None) -> Any:
         raise TuneError(
             f"--storage {shown}: cannot open it ({type(e).__name__}: {reason}); expected {expected}"
         ) from None
+
+
+def in_memory(url: str | None) -> bool:
+    """Whether ``url`` names a database private to the process that opens it (no storage, or SQLite
+    in memory): another process, a --n-jobs worker, would open a database of its own."""
+    if url is None:
+        return True
+    import sqlalchemy
+    import sqlalchemy.exc
+
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except sqlalchemy.exc.ArgumentError:
+        return False  # open_storage refuses it, naming what was expected
+    database = parsed.database or ""
+    return parsed.get_backend_name() == "sqlite" and (
+        database in ("", ":memory:") or database.startswith("file::memory:") or "mode=memory" in url
+    )
 
 
 def masked(url: str | None) -> str:
@@ -535,27 +606,49 @@ class TrialFailed(Exception):
 
 
 class _Reporter(Hook):
-    """Reports each evaluation's return to Optuna and stops the run when the pruner says so."""
+    """Reports the trial's intermediate value after each evaluation of each of its runs, and stops the
+    run when the pruner says so: the objective over the finished seeds' last returns and the current
+    seed's latest, at step ``seed index x num_evals + evaluation index``."""
 
-    def __init__(self, trial: optuna.Trial):
-        self.trial = trial
-        self.value: float | None = None  # the latest evaluation's return
-        self.evaluations = 0
-        self.env_steps = 0
+    def __init__(self, trial: optuna.Trial, setup: TuneSetup):
+        self.trial, self.setup = trial, setup
+        self.returns: list[float] = []  # each finished run's last evaluation return
+        self.latest: float | None = None  # the current run's latest evaluation return
+        self.evaluations = 0  # the current run's
+        self.env_steps = 0  # all runs'
+        self._run_steps = 0
         self.pruned: str | None = None
 
+    def start_run(self) -> None:
+        self.latest, self.evaluations, self._run_steps = None, 0, 0
+
+    def end_run(self) -> None:
+        self.stop()
+        if self.latest is None or not math.isfinite(self.latest):
+            raise TrialFailed(f"seed {self.setup.seeds[len(self.returns)]}: no finite evaluation return "
+                              f"({self.latest})")
+        self.returns.append(self.latest)
+
     def after_eval(self, progress: Progress, metrics: Metrics) -> None:
-        self.value = metrics["eval/episode_return"]
-        self.trial.report(self.value, self.evaluations)
+        self.latest = float(metrics["eval/episode_return"])
+        value = self.setup.aggregate([*self.returns, self.latest])
+        self.trial.report(value, len(self.returns) * self.setup.base.num_evals + self.evaluations)
         self.evaluations += 1
-        if progress.epoch >= progress.num_epochs:  # trained to its end: a result; pruning would save nothing
+        last_run = len(self.returns) == self.setup.seeds_per_trial - 1
+        if last_run and progress.epoch >= progress.num_epochs:  # trained to its end: a result
             return
         if self.trial.should_prune():
-            self.pruned = f"pruned at evaluation {self.evaluations} (return {self.value:.6g})"
-            raise StopTraining(self.pruned)
+            self.pruned = f"evaluation {self.evaluations} of seed {self.setup.seeds[len(self.returns)]}"
+            self.trial.set_user_attr("pruned_at", self.pruned)
+            raise StopTraining(f"pruned at {self.pruned} ({self.setup.objective} {value:.6g})")
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
-        self.env_steps = progress.env_steps
+        self._run_steps = progress.env_steps
+
+    def stop(self) -> None:
+        """Counts the steps of a run that stopped early (pruned or failed)."""
+        self.env_steps += self._run_steps
+        self._run_steps = 0
 
 
 def _one_line(error: BaseException) -> str:
@@ -563,38 +656,48 @@ def _one_line(error: BaseException) -> str:
 
 
 def run_trial(setup: TuneSetup, trial: optuna.Trial) -> float:
-    """Trains one trial (Optuna's objective); its attributes: ``worker``, ``seed``, ``num_timesteps``
-    (the steps its budget chose), ``env_steps`` (those it made), ``error`` (why it failed)."""
+    """Trains one trial (Optuna's objective): a run on each of the study's seeds, one after another.
+    Its attributes: ``worker``, ``seeds``, ``returns`` (each finished run's last evaluation return),
+    ``num_timesteps`` (the steps each run's budget chose: the median where they differ), ``env_steps``
+    (those all its runs made), ``error`` (why it failed)."""
     optuna = import_optuna()
-    started_at = time.time()
     trial.set_user_attr("worker", this_process())
     params = {name: param.suggest(trial, name) for name, param in setup.space.items()}
-    seed = (setup.base.seed + trial.number) % 2**32
-    trial.set_user_attr("seed", seed)
-    reporter = _Reporter(trial)
+    trial.set_user_attr("seeds", list(setup.seeds))
+    reporter = _Reporter(trial, setup)
+    planned: list[int] = []
     try:
-        config = setup.base.replace(**params, seed=seed)
-        deadline = None
-        if setup.minutes_per_trial is not None:
-            deadline = time_budget(config, setup.env, minutes=setup.minutes_per_trial,
-                                   started_at=started_at, saves=False, say=False)
-            config = deadline.config
-        trial.set_user_attr("num_timesteps", config.num_timesteps)
-        train(config, setup.env, deadline=deadline, hooks=[reporter], progress_bar=False)
-    except (ValueError, TypeError, TrainingDiverged) as e:
-        trial.set_user_attr("error", _one_line(e))
-        raise TrialFailed(_one_line(e)) from None
+        for seed in setup.seeds:
+            started_at = time.time()
+            config = setup.base.replace(**params, seed=seed)
+            deadline = None
+            if setup.minutes_per_trial is not None:
+                deadline = time_budget(config, setup.env, minutes=setup.minutes_per_trial,
+                                       started_at=started_at, saves=False, say=False)
+                config = deadline.config
+            planned.append(config.num_timesteps)
+            trial.set_user_attr("num_timesteps", int(statistics.median_low(planned)))
+            reporter.start_run()
+            train(config, setup.env, deadline=deadline, hooks=[reporter], progress_bar=False)
+            if reporter.pruned:
+                break
+            reporter.end_run()
+            trial.set_user_attr("returns", reporter.returns)
+    # A run the machine cannot hold (XLA's RESOURCE_EXHAUSTED, a JaxRuntimeError) fails its trial, as
+    # a config the trainer refuses does: the next trial may fit.
+    except (ValueError, TypeError, MemoryError, jax.errors.JaxRuntimeError, TrainingDiverged, TrialFailed) as e:
+        error = str(e) if isinstance(e, TrialFailed) else _one_line(e)
+        trial.set_user_attr("error", error)
+        raise TrialFailed(error) from None
     except KeyboardInterrupt:  # a signal: Optuna fails the trial and the command stops
         trial.set_user_attr("error", "interrupted")
         raise
     finally:
+        reporter.stop()
         trial.set_user_attr("env_steps", reporter.env_steps)
     if reporter.pruned:
-        raise optuna.TrialPruned(reporter.pruned)
-    if reporter.value is None or not math.isfinite(reporter.value):
-        trial.set_user_attr("error", f"no finite evaluation return ({reporter.value})")
-        raise TrialFailed(trial.user_attrs["error"])
-    return reporter.value
+        raise optuna.TrialPruned(f"pruned at {reporter.pruned}")
+    return setup.aggregate(reporter.returns)
 
 
 COUNTED = ("COMPLETE", "PRUNED", "RUNNING")  # what --max-total-trials counts, as rl-zoo: never FAIL
@@ -637,19 +740,40 @@ def optimize(
 def describe(trial: optuna.trial.FrozenTrial, study: optuna.Study | None = None) -> str:
     """A finished trial in a line, with the best so far when ``study`` is given."""
     line = f"trial {trial.number}: {trial.state.name}"
-    if trial.state.name == "PRUNED" and trial.intermediate_values:
+    if trial.state.name == "PRUNED" and "pruned_at" in trial.user_attrs:
+        line += f" at {trial.user_attrs['pruned_at']}"
+    elif trial.state.name == "PRUNED" and trial.intermediate_values:  # a study from before multi-seed trials
         line += f" at evaluation {max(trial.intermediate_values) + 1}"
     if trial.value is not None:
         line += f", return {trial.value:.6g}"
     if trial.duration is not None:
         line += f" in {trial.duration.total_seconds():.0f} s"
-    line += f" (seed {trial.user_attrs.get('seed')}, {trial.user_attrs.get('env_steps', 0):,} env steps)"
+    returns = ", ".join(f"{r:.6g}" for r in trial.user_attrs.get("returns", []))
+    line += f" (seeds {_seeds(trial)}{': returns ' + returns if returns else ''}; " \
+            f"{trial.user_attrs.get('env_steps', 0):,} env steps)"
     if "error" in trial.user_attrs:
         line += f": {trial.user_attrs['error']}"
     best = _best(study) if study is not None else None
     if best is not None:
         line += f"; best {best.value:.6g} (trial {best.number})"
     return line
+
+
+def _seeds(trial: optuna.trial.FrozenTrial) -> str:
+    """A trial's seeds as ``"0 1 2"`` (a trial of a study from before multi-seed trials: its one seed)."""
+    seeds = trial.user_attrs.get("seeds", [trial.user_attrs["seed"]] if "seed" in trial.user_attrs else [])
+    return " ".join(map(str, seeds))
+
+
+def enqueue_base(study: optuna.Study, setup: TuneSetup) -> bool:
+    """Puts the base config's values as the study's next trial (the yardstick the search must beat),
+    unless a trial with the same values is already in it; returns whether it was added."""
+    params = setup.base_params()
+    # A trial that has not started holds its values as Optuna's fixed_params, one that has as params.
+    if any(params in (t.params, t.system_attrs.get("fixed_params")) for t in study.get_trials(deepcopy=False)):
+        return False
+    study.enqueue_trial(params, user_attrs={"yardstick": "the base config's values"})
+    return True
 
 
 def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
@@ -725,10 +849,11 @@ def best_preset(study: optuna.Study, setup: TuneSetup) -> PresetFile | None:
     states = [t.state.name for t in study.get_trials(deepcopy=False)]
     budget = (f"{setup.minutes_per_trial:g} minutes" if setup.minutes_per_trial is not None
               else f"{setup.base.num_timesteps:,} env steps")
+    each = f"{budget} on each of seeds {_seeds(best)}, {setup.objective} return"
     origin = (
-        f"gymjax tune, study {study.study_name!r}: trial {best.number} (return {best.value:.6g}, seed "
-        f"{best.user_attrs.get('seed')}), the best of {states.count('COMPLETE')} complete trials "
-        f"({states.count('PRUNED')} pruned, {states.count('FAIL')} failed) of {budget} each on "
+        f"gymjax tune, study {study.study_name!r}: trial {best.number} ({setup.objective} return "
+        f"{best.value:.6g}), the best of {states.count('COMPLETE')} complete trials "
+        f"({states.count('PRUNED')} pruned, {states.count('FAIL')} failed) of {each}, on "
         f"{socket.gethostname()}"
     )
     return PresetFile(study.study_name, setup.env_id, setup.env_kwargs, settings, origin)
@@ -789,20 +914,25 @@ def write_report(
 
 
 def trials_csv(trials: Sequence[optuna.trial.FrozenTrial]) -> str:
-    """A row per trial: number, state, value, duration, seed, env steps, process, error, then its params."""
+    """A row per trial: number, state, value, duration, seeds, env steps, process, error, whether it was
+    the yardstick, each seed's return (``return_seed<S>``), then its params."""
     names = list(dict.fromkeys(name for t in trials for name in t.params))
-    head = ["number", "state", "value", "duration_s", "seed", "env_steps", "worker", "error", *names]
+    seeds = list(dict.fromkeys(s for t in trials for s in _seeds(t).split()))
+    head = ["number", "state", "value", "duration_s", "seeds", "env_steps", "worker", "error", "yardstick",
+            *(f"return_seed{s}" for s in seeds), *names]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(head)
     for t in trials:
         worker = t.user_attrs.get("worker") or {}
+        returns = dict(zip(_seeds(t).split(), t.user_attrs.get("returns", [])))
         writer.writerow([
             t.number, t.state.name, "" if t.value is None else t.value,
             "" if t.duration is None else round(t.duration.total_seconds(), 1),
-            t.user_attrs.get("seed", ""), t.user_attrs.get("env_steps", ""),
+            _seeds(t), t.user_attrs.get("env_steps", ""),
             f"{worker.get('host')}:{worker.get('pid')}" if worker else "", t.user_attrs.get("error", ""),
-            *(t.params.get(name, "") for name in names),
+            "yes" if "yardstick" in t.user_attrs else "",
+            *(returns.get(s, "") for s in seeds), *(t.params.get(name, "") for name in names),
         ])
     return buffer.getvalue()
 

@@ -56,7 +56,7 @@ def test_three_trials_into_sqlite_read_back_and_the_best_trains(tmp_path, space_
     study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'tune.db'}")
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
     for t in study.trials:
-        assert t.user_attrs["seed"] == t.number  # the base seed 0 plus the trial's number
+        assert t.user_attrs["seeds"] == [0]  # the base seed, the same for every trial
         assert t.user_attrs["env_steps"] == t.user_attrs["num_timesteps"] == 512
         # each of the 4 evaluations reported at its index; the value is the last one's
         assert sorted(t.intermediate_values) == [0, 1, 2, 3] and t.value == t.intermediate_values[3]
@@ -150,6 +150,59 @@ def test_a_trial_that_trained_to_its_end_is_complete_whatever_the_pruner_says():
     assert trial.user_attrs["env_steps"] == TINY.num_timesteps
 
 
+def test_a_trial_trains_each_seed_and_reports_their_objective(tmp_path, space_file):
+    # Two seeds a trial, the worse one its value; the base config's values enqueued first, once.
+    flags = _flags(tmp_path, space_file, "--n-trials", "2", "--seeds-per-trial", "2", "--objective", "min",
+                   "--enqueue-base", "--learning-rate", "1e-3", "--gamma", "0.95")
+    assert main(flags) == 0
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'tune.db'}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 2
+    assert study.trials[0].params == {"learning_rate": 1e-3, "gamma": 0.95}  # the yardstick
+    assert "yardstick" in study.trials[0].user_attrs and "yardstick" not in study.trials[1].user_attrs
+    for t in study.trials:
+        returns = t.user_attrs["returns"]
+        assert t.user_attrs["seeds"] == [0, 1] and len(returns) == 2 and t.value == min(returns)
+        assert t.user_attrs["env_steps"] == 2 * 512
+        # 4 evaluations a seed at steps 0-7; seed 0's last is its return, the last step the trial's value
+        assert sorted(t.intermediate_values) == list(range(8))
+        assert t.intermediate_values[3] == returns[0] and t.intermediate_values[7] == t.value
+    rows = _rows(tmp_path / "out" / "trials.csv")
+    assert [(r["seeds"], float(r["return_seed0"]), float(r["return_seed1"]), r["yardstick"]) for r in rows] == [
+        ("0 1", *t.user_attrs["returns"], "yes" if t.number == 0 else "") for t in study.trials
+    ]
+    assert "min return" in json.loads((tmp_path / "out" / "best_preset.json").read_text())["origin"]
+
+    # Continued with the same flags: the yardstick is in the study, so one new trial is searched.
+    assert main([*flags[:flags.index("--n-trials")], "--n-trials", "1", *flags[flags.index("--n-trials") + 2:]]) == 0
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'tune.db'}")
+    assert len(study.trials) == 3 and sum("yardstick" in t.user_attrs for t in study.trials) == 1
+
+
+def test_a_pruned_seed_leaves_the_trials_other_seeds_untrained():
+    from ppo_configs import TINY
+
+    # One evaluation a run: seed 0's is not the trial's last, so the must-prune pruner is asked, and prunes.
+    setup = tune.make_setup("JaxCartPole-v0", TINY.replace(num_evals=1), space=SPACE, seeds_per_trial=3)
+    study = tune.open_study(setup, pruner=optuna.pruners.ThresholdPruner(lower=1e9), say=lambda line: None)
+    tune.optimize(study, setup, n_trials=1)
+    (trial,) = study.trials
+    assert trial.state.name == "PRUNED" and list(trial.intermediate_values) == [0]
+    assert trial.user_attrs["env_steps"] == TINY.num_timesteps and "returns" not in trial.user_attrs
+    assert "of seed 0" in tune.describe(trial)
+
+
+def test_the_yardstick_must_lie_in_the_search_space():
+    from ppo_configs import TINY
+
+    setup = tune.make_setup("JaxCartPole-v0", TINY.replace(gamma=0.9), space=SPACE)
+    with pytest.raises(tune.TuneError, match=r"gamma = 0.9 is outside the search space's choices \[0.95, 0.99\]"):
+        setup.base_params()
+    with pytest.raises(tune.TuneError, match="seeds per trial: expected an int >= 1"):
+        tune.make_setup("JaxCartPole-v0", TINY, space=SPACE, seeds_per_trial=0)
+    with pytest.raises(tune.TuneError, match="objective: expected one of mean, median, min"):
+        tune.make_setup("JaxCartPole-v0", TINY, space=SPACE, objective="max")
+
+
 @pytest.mark.serial  # three processes of its own; beside the serial tests, as the one above
 @pytest.mark.xdist_group("beside_serial")
 def test_workers_share_one_study(tmp_path, space_file):
@@ -211,6 +264,10 @@ def test_bad_flags_and_files_are_refused_in_one_line(tmp_path, space_file, capsy
     for argv, message in [
         (memory, "give --n-trials N"),
         ([*memory, "--n-trials", "1", "--n-jobs", "2"], "give --storage"),
+        # each worker would open an SQLite database of its own in memory, and tune it alone
+        ([*memory, "--n-trials", "1", "--n-jobs", "2", "--storage", "sqlite://"], "--storage sqlite:// is one"),
+        ([*memory, "--n-trials", "1", "--n-jobs", "2", "--storage", "sqlite:///:memory:"], "cannot be"),
+        ([*memory, "--n-trials", "1", "--timesteps-per-trial", "512"], "give one of them"),
         ([*memory, "--n-trials", "1", "--minutes-per-trial", "1"], "drop --timesteps"),
     ]:
         with pytest.raises(SystemExit, match=message):
