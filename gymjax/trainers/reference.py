@@ -74,7 +74,9 @@ def evaluate_on_reference(
     try:
         venv = gymnasium.vector.SyncVectorEnv(
             [lambda: gymnasium.make(ref, **kwargs)] * episodes,
-            autoreset_mode=gymnasium.vector.AutoresetMode.NEXT_STEP,
+            # Gymnasium 1.0 has no AutoresetMode: next-step is its SyncVectorEnv's only mode.
+            **({"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
+               if hasattr(gymnasium.vector, "AutoresetMode") else {}),
         )
     except TypeError as e:
         raise ValueError(f"{ref} does not take the options {kwargs} the policy was trained with: {e}") from None

@@ -28,7 +28,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
-from gymnasium.vector import AutoresetMode
+try:
+    from gymnasium.vector import AutoresetMode
+except ImportError:  # Gymnasium 1.0: one auto-reset mode (next step), and no enum naming it
+    AutoresetMode = None
 from gymnasium.vector.utils import batch_space
 
 from gymjax.core import Env
@@ -38,7 +41,24 @@ from gymjax.wrappers.programs import StepView
 from gymjax.wrappers.session import Presenter, Session, env_row
 from gymjax.wrappers.training import AutoResetMode
 
-_GYMNASIUM_MODES = {AutoResetMode.SAME_STEP: AutoresetMode.SAME_STEP, AutoResetMode.NEXT_STEP: AutoresetMode.NEXT_STEP}
+# The mode a vector env reports, as Gymnasium's enum; on Gymnasium 1.0, which has none, gymjax's own
+# (a str enum with the same values).
+_GYMNASIUM_MODES = {m: AutoresetMode(m.value) if AutoresetMode is not None else m for m in AutoResetMode}
+
+
+def _check_gymnasium_knows(mode: AutoResetMode) -> None:
+    """Refuses same-step auto-reset on a Gymnasium without it (1.0), before the env is built.
+
+    Gymnasium 1.0's vector envs reset at the next step only, and its vector wrappers
+    (``RecordEpisodeStatistics``, ``NormalizeObservation``, ...) assume so without a mode to
+    check: a same-step batch would be misread there, silently.
+    """
+    if AutoresetMode is None and mode is AutoResetMode.SAME_STEP:
+        raise ValueError(
+            f"autoreset_mode=SAME_STEP needs gymnasium>=1.1 (installed: gymnasium {gymnasium.__version__}, whose "
+            "vector envs and wrappers know next-step auto-reset only). Upgrade Gymnasium (pip install "
+            "'gymnasium>=1.1'), or leave autoreset_mode at its default, 'next_step'."
+        )
 
 
 class AssignedGenerator:
@@ -189,19 +209,21 @@ class GymnasiumVectorEnv(AssignedGenerator, HorizonInSpec, Presenter, gymnasium.
             (``None`` or ``"rgb_array"``: ``render()`` gives one frame per env),
             ``randomization_fn``, ``action_repeat``, ``width``, ``height``, and ``autoreset_mode``:
             ``AutoresetMode.NEXT_STEP`` (default, as ``SyncVectorEnv``'s) or ``SAME_STEP``
-            (Gymnasium's enum, or ``"next_step"`` / ``"same_step"``).
+            (Gymnasium's enum, or ``"next_step"`` / ``"same_step"``). Gymnasium 1.0 knows the next-step
+            mode only, and has no enum: there the mode is ``"next_step"``, and ``SAME_STEP`` is refused.
 
     Outputs are NumPy: observations ``[N, *obs_shape]`` float32, rewards float32,
     terminations and truncations bool.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": _GYMNASIUM_MODES[AutoResetMode.NEXT_STEP]}
     _base_np_random = gymnasium.vector.VectorEnv.np_random
     # Gymnasium's default, which clients (RLlib, loops written for SyncVectorEnv) assume unchecked.
     DEFAULTS = SessionOptions(autoreset_mode=AutoResetMode.NEXT_STEP)
 
     def __init__(self, env: Env | str, num_envs: int, *, options: SessionOptions | None = None, **kwargs: Any):
         options, env_kwargs = SessionOptions.split(options, self.DEFAULTS, kwargs)
+        _check_gymnasium_knows(AutoResetMode.of(options.autoreset_mode))
         self.session = Session(env, num_envs, options, env_kwargs=env_kwargs)
         base = self.session.base
         self.num_envs = self.session.num_envs
@@ -254,7 +276,9 @@ class GymnasiumVectorEnv(AssignedGenerator, HorizonInSpec, Presenter, gymnasium.
         return self.session.render()
 
     def close_extras(self, **kwargs):
-        self.session.close()
+        # An env refused in __init__ has no session; Gymnasium 1.0's VectorEnv.__del__ closes it anyway.
+        if hasattr(self, "session"):
+            self.session.close()
 
 
 def _masked(value: np.ndarray, mask: np.ndarray) -> np.ndarray:
