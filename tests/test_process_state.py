@@ -10,6 +10,10 @@ import sys
 import time
 
 import pytest
+from child_signals import from_a_terminal, with_sigint_ignored  # tests/child_signals.py
+
+from gymjax import cli
+from gymjax.trainers.stopping import stop_on_signals
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(ROOT / ".jax_cache")}
@@ -27,13 +31,6 @@ before = snapshot()
 import gymjax
 """
 
-# Runs its arguments with SIGINT at its default, as a terminal starts a program: a suite started in the
-# background of a shell without job control inherits SIGINT ignored, and Python then keeps it ignored.
-FROM_A_TERMINAL = [
-    sys.executable, "-c",
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
-]  # fmt: skip
-
 
 def test_a_program_run_with_python_m_that_imports_gymjax_keeps_its_process(tmp_path):
     """``python -m pkg`` whose package imports gymjax: sys.argv is ["-m"] while it imports, as for
@@ -48,7 +45,7 @@ def test_a_program_run_with_python_m_that_imports_gymjax_keeps_its_process(tmp_p
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
     )
-    proc = subprocess.Popen([*FROM_A_TERMINAL, sys.executable, "-m", "pkg"], cwd=tmp_path, env=ENV,
+    proc = subprocess.Popen(from_a_terminal([sys.executable, "-m", "pkg"]), cwd=tmp_path, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert proc.stdout.readline() == "ready\n", proc.communicate()
     proc.send_signal(signal.SIGINT)
@@ -75,13 +72,23 @@ def test_a_training_run_in_process_leaves_the_sys_hooks_as_python_has_them(tmp_p
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def test_a_ctrl_c_while_gymjax_the_program_imports_ends_it_with_130(tmp_path):
-    """The gymjax script (a main file named gymjax) is guarded from the start of ``import gymjax``:
-    a Ctrl-C landing in its imports (here while gymnasium loads) is held until the commands have
-    loaded, then ends the command with 130 and one line; raised mid-import, it could land in
-    importlib's weakref callback, where Python prints "Exception ignored" and the run goes on."""
-    script = (
-        "import builtins, os, signal, sys\n"
+# The gymjax program's two entry points: the script installing gymjax made (beside this Python, as a
+# virtual environment or an install puts it) and `python -m gymjax`.
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "gymjax")
+ENTRY_POINTS = [pytest.param([SCRIPT], id="script"), pytest.param([sys.executable, "-m", "gymjax"], id="python-m")]
+
+
+@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
+def test_a_ctrl_c_while_gymjax_the_program_imports_ends_it_with_130(tmp_path, entry_point):
+    """The gymjax program is guarded from the start of ``import gymjax``: a Ctrl-C landing in its
+    imports (here while gymnasium loads) is held until the commands have loaded, then ends the
+    command with 130 and one line; raised mid-import, it could land in importlib's weakref
+    callback, where Python prints "Exception ignored" and the run goes on."""
+    if not os.path.exists(SCRIPT):
+        pytest.skip(f"gymjax is not installed beside {sys.executable} (pip install -e .)")
+    # Python runs a sitecustomize on its path before the main module: the real entry point, unchanged.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import builtins, os, signal\n"
         "real_import = builtins.__import__\n"
         "def ctrl_c_in_gymnasium(name, *args, **kwargs):\n"
         "    if name == 'gymnasium':\n"
@@ -89,17 +96,77 @@ def test_a_ctrl_c_while_gymjax_the_program_imports_ends_it_with_130(tmp_path):
         "        os.kill(os.getpid(), signal.SIGINT)\n"
         "    return real_import(name, *args, **kwargs)\n"
         "builtins.__import__ = ctrl_c_in_gymnasium\n"
-        "from gymjax.cli import run_program\n"
-        "print('imports went on', flush=True)\n"
-        "sys.argv[1:] = ['--help']\n"
-        "run_program()\n"
     )
-    path = tmp_path / "gymjax"  # the installed script's name
-    path.write_text(script)
-    proc = subprocess.run([sys.executable, str(path)], env=ENV, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 130 and proc.stdout == "imports went on\n", (proc.stdout, proc.stderr)
-    assert proc.stderr.strip() == "gymjax: interrupted"
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    proc = subprocess.run(from_a_terminal([*entry_point, "--help"]), env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (130, "", "gymjax: interrupted"), proc.stderr[-2000:]
 
+
+def test_a_users_own_script_named_gymjax_keeps_its_ctrl_c(tmp_path):
+    """A program of one's own called ``gymjax`` (``~/bin/gymjax``) that imports gymjax is not the
+    gymjax program: it keeps Python's Ctrl-C. Before, the name alone started the program's guard,
+    which held every Ctrl-C for a command that never came: the script slept on."""
+    path = tmp_path / "gymjax"
+    path.write_text(
+        SNAPSHOT + "assert snapshot() == before, (before[:3], snapshot()[:3])\n"
+        "import time\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(20)\n"
+    )
+    proc = subprocess.Popen(from_a_terminal([sys.executable, str(path)]), cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout.readline() == "ready\n", proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), (proc.returncode, err[-2000:])
+
+
+def test_the_guard_and_training_leave_an_ignored_sigint_ignored():
+    """A process that ignores SIGINT (one started so) keeps ignoring it, in the command's guard and in
+    training's stop handler alike; SIGTERM, not ignored, is still training's to handle."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        hook = sys.unraisablehook
+        guard = cli._InterruptGuard()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and sys.unraisablehook is hook
+        with stop_on_signals() as request:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) == request._handle
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            assert request.signum is None
+        guard.close()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+TRAIN = ["train", "--env", "JaxCartPole-v0", "--num-envs", "8", "--unroll-length", "16", "--num-minibatches", "2",
+         "--update-epochs", "2", "--num-evals", "0", "--epoch-iterations", "2", "--no-video",
+         "--timesteps", str(40 * 256)]  # fmt: skip
+
+
+@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
+def test_gymjax_started_with_sigint_ignored_keeps_ignoring_it(tmp_path, entry_point):
+    """``bash -c "trap '' INT; exec gymjax train ..."`` (a background job, some schedulers): the
+    program's guard and training's stop handler took SIGINT back, and a Ctrl-C meant for the shell's
+    foreground stopped the run with 130. Now it trains to its end, whenever the Ctrl-C comes."""
+    if entry_point[0] == SCRIPT and not os.path.exists(SCRIPT):
+        pytest.skip(f"gymjax is not installed beside {sys.executable} (pip install -e .)")
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(with_sigint_ignored([*entry_point, *TRAIN, "--run-dir", str(run_dir)]), env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)  # while it starts
+    deadline = time.monotonic() + 240
+    while not (run_dir / "metrics.csv").exists() or len((run_dir / "metrics.csv").read_text().splitlines()) < 3:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # while it trains
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0 and "interrupted" not in err and "stopping" not in err, (proc.returncode, err[-3000:])
+    assert len((run_dir / "metrics.csv").read_text().splitlines()) == 1 + 40  # a header and every epoch's row
 
 @pytest.fixture(scope="module")
 def hopper_run(tmp_path_factory):
@@ -117,8 +184,9 @@ def hopper_run(tmp_path_factory):
 def test_ctrl_c_during_eval_ends_it_with_130_and_one_line(hopper_run, after_s):
     """Issue 41: a Ctrl-C during ``gymjax eval`` printed its line and then segfaulted, and one
     after the result was printed killed the process by SIGINT instead of ending it with 130."""
-    proc = subprocess.Popen([sys.executable, "-m", "gymjax", "eval", "--run-dir", str(hopper_run), "--episodes", "256"],
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    command = [sys.executable, "-m", "gymjax", "eval", "--run-dir", str(hopper_run), "--episodes", "256"]
+    proc = subprocess.Popen(from_a_terminal(command), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
     if after_s == "result":
         result = proc.stdout.readline()
         assert result.startswith('{"env": "JaxHopper-v0"'), (result, proc.communicate())
@@ -145,7 +213,8 @@ def _program_interrupted(where: str) -> subprocess.CompletedProcess:
         f"{where}"
         "cli.run_program()\n"
     )
-    return subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
+    return subprocess.run(from_a_terminal([sys.executable, "-c", code]), env=ENV, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
 
 
 def test_a_ctrl_c_as_the_program_ends_ends_it_with_130():

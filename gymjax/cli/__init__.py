@@ -5,7 +5,7 @@ Two ways in:
 - :func:`run_program` is the program: the ``gymjax`` script and ``python -m gymjax``. It owns the
   process's SIGINT from the program's first instant (:func:`guard_the_start`) to its last: a Ctrl-C
   at any moment ends the command with status 130 and one line, never a traceback, never a run that
-  goes on.
+  goes on. A process started with SIGINT ignored keeps ignoring it, as Python itself does.
 - :func:`main` runs one command inside a process that is someone else's (tests, notebooks) and returns
   its exit status; its guard is lifted when it returns.
 
@@ -68,12 +68,42 @@ def starts_the_program() -> bool:
     """Whether the ``import gymjax`` under way is the start of the gymjax program, rather than an
     import by another program: ``python -m gymjax`` (runpy imports the package before running its
     ``__main__``, with ``sys.argv == ["-m"]`` as for any module run with ``-m``: ``sys.orig_argv``
-    says which), or the ``gymjax`` script (the main file's name)."""
+    says which), or the ``gymjax`` script that installing gymjax made for its entry point."""
     if sys.argv[:1] == ["-m"]:
         argv = sys.orig_argv
         module = argv[argv.index("-m") + 1 :][:1] if "-m" in argv else []
         return module in (["gymjax"], ["gymjax.__main__"])
-    return os.path.basename(getattr(sys.modules["__main__"], "__file__", None) or "") == "gymjax"
+    return _is_the_installed_script(getattr(sys.modules["__main__"], "__file__", None))
+
+
+def _is_the_installed_script(main_file: str | None) -> bool:
+    """Whether ``main_file`` is the ``gymjax`` script an installer wrote for gymjax's entry point:
+    one a gymjax distribution lists among its installed files (its RECORD). A name is not enough:
+    a user's own script called ``gymjax`` that imports gymjax is another program, whose Ctrl-C
+    the guard would swallow (it never calls :func:`run_program`, which ends the guard's start)."""
+    if not main_file or os.path.basename(main_file) != "gymjax":
+        return False  # every other program, at the cost of a string comparison
+    from importlib import metadata
+
+    try:
+        main_stat = os.stat(main_file)
+        # Every gymjax distribution on the path: a source tree's gymjax.egg-info, found first when
+        # the tree is on PYTHONPATH, lists its sources, not the installed script.
+        for dist in metadata.distributions(name="gymjax"):
+            for file in dist.files or ():
+                if file.name == "gymjax" and _same_file(main_stat, file.locate()):
+                    return True
+    except (OSError, ValueError):  # an unreadable main file or metadata: not known to be the script
+        return False
+    return False
+
+
+def _same_file(main_stat: os.stat_result, path: os.PathLike) -> bool:
+    try:
+        listed = os.stat(path)
+    except OSError:
+        return False
+    return (listed.st_dev, listed.st_ino) == (main_stat.st_dev, main_stat.st_ino)
 
 
 def guard_the_start() -> None:
@@ -127,9 +157,14 @@ class _InterruptGuard:
 
     def __init__(self):
         self.loading, self.interrupted, self.done = True, threading.Event(), threading.Event()
-        self.previous = signal.signal(signal.SIGINT, self.on_interrupt)
-        self.previous_unraisable = sys.unraisablehook
-        sys.unraisablehook = self.unraisable
+        # A process started with SIGINT ignored (a background job of a shell without job control, a
+        # scheduler's, nohup-like launchers) was told that Ctrl-C is not for it: Python keeps it
+        # ignored, and so does the guard, which then changes nothing in the process.
+        self.active = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+        if self.active:
+            self.previous = signal.signal(signal.SIGINT, self.on_interrupt)
+            self.previous_unraisable = sys.unraisablehook
+            sys.unraisablehook = self.unraisable
 
     def on_interrupt(self, signum, frame):
         first = not self.interrupted.is_set()
@@ -167,6 +202,9 @@ class _InterruptGuard:
         os._exit(130)
 
     def close(self) -> None:
+        if not self.active:
+            self.done.set()
+            return
         signal.signal(signal.SIGINT, self.previous)  # first: a Ctrl-C once done is set ends the process
         self.done.set()
         if sys.unraisablehook == self.unraisable:  # else one laid over it since, which calls it: kept

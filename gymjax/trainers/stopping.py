@@ -60,12 +60,17 @@ class StopRequest:
 
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[StopRequest]:
-    """Handles SIGINT and SIGTERM inside the block (main thread only; elsewhere nothing changes)."""
+    """Handles SIGINT and SIGTERM inside the block (main thread only; elsewhere nothing changes).
+
+    A signal the process ignores stays ignored: a process started with SIGINT ignored (a background
+    job of a shell without job control, some schedulers) was told that Ctrl-C is not for it, and
+    Python keeps it so; handling it here would let a Ctrl-C meant for others stop the run."""
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request  # signal handlers can only be set from the main thread
         return
-    previous = {s: signal.signal(s, request._handle) for s in EXIT_CODES}
+    handled = [s for s in EXIT_CODES if signal.getsignal(s) is not signal.SIG_IGN]
+    previous = {s: signal.signal(s, request._handle) for s in handled}
     try:
         yield request
     finally:
