@@ -19,6 +19,12 @@ replaced, not epochs, so the newest is always the best even after a resume went 
 - **Written atomically**: the items are copied to ``best/<n>.writing`` and renamed to
   ``best/<n>``, and only then are the older ones removed; a kill at any moment leaves the previous
   best readable (a ``.writing`` leftover is removed by the next write, and readers ignore it).
+- **Checked when the run starts** (:func:`check_layout`): ``best`` must be a directory and every
+  entry named as gymjax names its own (``<n>``, ``<n>.writing``) a directory; anything else there
+  (a file called ``best``, a file called ``7.writing``) is refused in one line before any work,
+  never removed: gymjax removes only what it can tell is its own, a ``<n>.writing`` directory (a
+  copy a kill interrupted: its version was never renamed into place, so no reader has used it).
+  Entries with other names are left alone, by readers and writers alike.
 - **Surviving resume**: the best so far is read back from the newest ``best/<n>`` whenever an
   evaluation could replace it, so a resumed run never replaces a better best with a worse one, and
   a run killed and resumed keeps the best that an uninterrupted one keeps (a replayed epoch evaluates
@@ -34,7 +40,9 @@ import json
 import math
 import os
 import pathlib
+import re
 import shutil
+import stat
 from typing import Any
 
 from gymjax.trainers import checkpoint as ckpt
@@ -46,6 +54,7 @@ METRIC = "eval/episode_return"  # the trainer's evaluation, as rl-zoo's EvalCall
 POLICIES = ("last", "best")
 _TRAINING_ONLY = {ckpt.STATE, ckpt.HOOKS}  # a step's items that a policy does not need (the state is most of it)
 _WRITING = ".writing"  # the suffix of a version being written: not an integer, so no reader lists it
+_OURS = re.compile(r"[0-9]+(\.writing)?")  # the names gymjax gives the entries of ``best``, all directories
 
 
 def directory(checkpoints: str | os.PathLike) -> pathlib.Path:
@@ -76,6 +85,41 @@ def entry(meta: dict[str, Any]) -> dict[str, Any]:
             f'"step": an int >= 0}}'
         )
     return best
+
+
+def check_layout(checkpoints: str | os.PathLike) -> None:
+    """Refuses, in one line (a :class:`CheckpointError`), a ``best`` in ``checkpoints`` that a save
+    would fail on after an epoch of work: ``best`` not a directory, or an entry named as gymjax
+    names its own (``<n>``, ``<n>.writing``) that is not one. Read-only: whatever is there was
+    saved by someone, and is theirs to move (see the module's docstring)."""
+    path = directory(checkpoints)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ckpt.CheckpointError(f"cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISDIR(mode):
+        raise ckpt.CheckpointError(
+            f"{path} is {_kind(mode)}, not gymjax's: the run keeps its best policy in a directory there "
+            f"({BEST}/<n>/); move it away"
+        )
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError as e:
+        raise ckpt.CheckpointError(f"cannot read {path}: {e.strerror}") from None
+    for entry in entries:
+        if _OURS.fullmatch(entry.name) and not entry.is_dir(follow_symlinks=False):
+            kind = _kind(entry.stat(follow_symlinks=False).st_mode)
+            raise ckpt.CheckpointError(
+                f"{path / entry.name} is {kind}, not gymjax's: gymjax names its best policy's versions "
+                f"<n> and <n>{_WRITING}, each a directory; move it away"
+            )
+
+
+def _kind(mode: int) -> str:
+    return ("a regular file" if stat.S_ISREG(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a special file")
 
 
 def root(checkpoints: str | os.PathLike) -> pathlib.Path:
@@ -127,6 +171,7 @@ class KeepBest(Hook):
         self.evaluated: tuple[int, float] | None = None  # (epoch, value) of the latest evaluation not yet saved
 
     def before_training(self, progress: Progress, resumed: bool) -> None:
+        check_layout(self.checkpoints)  # a run directory checked this at its start; the API's train did not
         saved = recorded(self.checkpoints)
         exists = bool(ckpt.step_dirs(directory(self.checkpoints)))
         if exists and not resumed:
@@ -162,8 +207,10 @@ def save(step: pathlib.Path, best: dict[str, Any]) -> pathlib.Path:
     best beside it, then removes the older versions; returns the new version's directory."""
     path = directory(step.parent)
     path.mkdir(exist_ok=True)
-    for leftover in path.glob(f"*{_WRITING}"):  # a kill's, mid-copy
-        shutil.rmtree(leftover)
+    for leftover in path.iterdir():  # a kill's, mid-copy: only the directories gymjax names so
+        if leftover.name.endswith(_WRITING) and _OURS.fullmatch(leftover.name) and not leftover.is_symlink() \
+                and leftover.is_dir():
+            shutil.rmtree(leftover)
     versions = ckpt.step_dirs(path)
     version = path / str(versions[-1] + 1 if versions else 1)
     writing = version.with_name(version.name + _WRITING)

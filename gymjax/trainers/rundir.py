@@ -223,6 +223,13 @@ class RunDirectory:
         except files.UnsafePath as e:
             raise RunDirectoryError(e.strerror) from None
 
+    def check_best(self) -> None:
+        """Refuses a ``checkpoints/best`` whose save would fail after an epoch (gymjax.trainers.best)."""
+        try:
+            best.check_layout(self.checkpoints)
+        except ckpt.CheckpointError as e:
+            raise RunDirectoryError(str(e)) from None
+
     def write(self, record: RunRecord) -> None:
         files.replace_text(self.run_file, json.dumps(record.to_json(), indent=2) + "\n")
 
@@ -315,6 +322,7 @@ def plan_fresh(
     """A new run; ``loggers``: trackers (``"mlflow"``, ``"wandb"``) to log it to too."""
     directory = RunDirectory(path)
     directory.check_links()
+    directory.check_best()
     replaced = directory.check_fresh()
     env = make_env(record.env, record.env_kwargs)
     _check_trainable(record, env)
@@ -356,6 +364,7 @@ def plan_resume(
     directory = RunDirectory(path)
     directory.check_links()
     record = directory.read()
+    directory.check_best()
     restore = directory.checkpoints if ckpt.step_dirs(directory.checkpoints) else None
     notes = [] if restore else [f"{directory.path} has no checkpoint yet: starting its recorded run from scratch"]
     if num_timesteps is not None and num_timesteps != record.config.num_timesteps:

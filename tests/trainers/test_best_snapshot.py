@@ -3,6 +3,7 @@ evaluation, surviving a kill and a resume, loaded by ``load_policy``/``eval``/``
 cleanly when absent, linked or another run's, and never lost to a kill during its save."""
 
 import json
+import os
 import pathlib
 import shutil
 
@@ -201,3 +202,62 @@ def test_a_kill_during_the_save_leaves_the_previous_best(copy, monkeypatch, kill
     best.save(checkpoints / "8", better)
     assert best_meta(copy)["best"] == better
     assert [p.name for p in (checkpoints / "best").iterdir()] == [str(version + 1)]
+
+
+def _plant(checkpoints: pathlib.Path, planted: str) -> pathlib.Path:
+    """What a user (or another program) left where a save of the best would fail on it after an epoch."""
+    version = ckpt.step_dirs(checkpoints / "best")[-1] if (checkpoints / "best").is_dir() else 0
+    if planted == "best is a file":
+        shutil.rmtree(checkpoints / "best", ignore_errors=True)
+        path = checkpoints / "best"
+    else:  # the name a kill's partial copy has, or the next version's
+        path = checkpoints / "best" / (f"{version + 1}.writing" if planted == "a file <n>.writing" else str(version + 1))
+    if planted == "a FIFO <n>.writing":
+        path = path.with_name(f"{version + 1}.writing")
+        os.mkfifo(path)
+    else:
+        path.write_text("saved by someone")
+    return path
+
+
+@pytest.mark.parametrize("planted", ["best is a file", "a file <n>.writing", "a file <n>", "a FIFO <n>.writing"])
+def test_a_best_a_save_would_fail_on_is_refused_as_the_resume_starts(copy, planted):
+    """Issue 51: a file at ``checkpoints/best`` or at a name the best's save uses ended a resume
+    after an epoch of training with a raw NotADirectoryError / FileExistsError. Now one line, before
+    any work, and the file is kept as it was."""
+    checkpoints = copy / "checkpoints"
+    path = _plant(checkpoints, planted)
+    rows = len(read_rows(copy / "metrics.csv")[1])
+    with pytest.raises(SystemExit) as refused:
+        main(["train", "--run-dir", str(copy), "--resume", "--timesteps", str(9 * 8 * 16), "--quiet", "--no-video"])
+    message = str(refused.value.code)
+    assert "\n" not in message and message.startswith(f"{path} is a ") and "not gymjax's" in message, message
+    assert message.endswith("move it away")
+    assert ckpt.step_dirs(checkpoints)[-1] == 8 and len(read_rows(copy / "metrics.csv")[1]) == rows  # nothing trained
+    assert path.is_fifo() if "FIFO" in planted else path.read_text() == "saved by someone"
+
+
+def test_a_best_a_save_would_fail_on_is_refused_as_a_fresh_run_starts(tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    path = _plant(run_dir / "checkpoints", "best is a file")
+    with pytest.raises(rundir.RunDirectoryError, match=r"checkpoints/best is a regular file, not gymjax's: .*move it away$"):
+        rundir.train(run_dir, ENV, CONFIG, **QUIET)
+    assert not (run_dir / "run.json").exists() and not ckpt.step_dirs(run_dir / "checkpoints")
+    assert path.read_text() == "saved by someone"
+
+
+def test_a_save_removes_only_its_own_leftovers(copy):
+    """A kill's partial copy (a directory ``<n>.writing``) is gymjax's and removed by the next save;
+    anything else in ``best``, even named ``*.writing``, is someone's and kept."""
+    checkpoints = copy / "checkpoints"
+    version = ckpt.step_dirs(checkpoints / "best")[-1]
+    shutil.copytree(checkpoints / "8", checkpoints / "best" / f"{version + 1}.writing")  # as a SIGKILL leaves it
+    (checkpoints / "best" / "notes.writing").mkdir()
+    (checkpoints / "best" / "notes.writing" / "todo").write_text("mine")
+    (checkpoints / "best" / "README").write_text("mine")
+    better = {"metric": best.METRIC, "value": best_meta(copy)["best"]["value"] + 1, "step": 8}
+    best.save(checkpoints / "8", better)
+    assert best_meta(copy)["best"] == better
+    assert sorted(p.name for p in (checkpoints / "best").iterdir()) == sorted([str(version + 1), "notes.writing", "README"])
+    assert (checkpoints / "best" / "notes.writing" / "todo").read_text() == "mine"
