@@ -76,8 +76,31 @@ def env_row(obs: Any, i: int) -> Any:
     return {k: env_row(v, i) for k, v in obs.items()} if isinstance(obs, dict) else np.array(obs[i])
 
 
+def _has_display() -> bool:
+    """Whether SDL can show a window here: it finds a display, or the user chose its video driver.
+
+    On Linux and the BSDs SDL shows windows through X11 or Wayland (``DISPLAY``,
+    ``WAYLAND_DISPLAY``); without either it falls back to its "offscreen" driver, which shows
+    nothing and renders through EGL, and whose ``pygame.display.quit()`` terminates the EGL
+    display MuJoCo's renderer draws on (Gymnasium's ``MujocoRenderer`` then fails to close,
+    ``EGL_NOT_INITIALIZED``). A driver named in ``SDL_VIDEODRIVER`` is the user's choice
+    (``dummy`` in tests, ``kmsdrm`` on a console) and is used as given. Other systems always have
+    their native one.
+    """
+    if os.environ.get("SDL_VIDEODRIVER"):
+        return True
+    if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 class _Window:
-    """Shows frames in a pygame window at the env's ``render_fps`` ("human" rendering)."""
+    """Shows frames in a pygame window at the env's ``render_fps`` ("human" rendering).
+
+    Without a display (:func:`_has_display`) it warns once, when the env is made, and shows
+    nothing: stepping, rendering and closing go on as with a window, as Gymnasium's classic-control
+    envs do there (its MuJoCo envs' GLFW window fails instead), and no frame is drawn.
+    """
 
     def __init__(self, fps: int):
         try:
@@ -87,6 +110,14 @@ class _Window:
         self.fps = fps
         self._screen = None
         self._clock = None
+        self.headless = not _has_display()
+        if self.headless:
+            gymnasium.logger.warn(
+                'render_mode="human" has no display to show frames on (DISPLAY and WAYLAND_DISPLAY are '
+                "unset): the env runs and its frames are not drawn. Use render_mode=\"rgb_array\" for "
+                "frames (gymnasium.wrappers.RecordVideo saves them), or set DISPLAY, or choose SDL's "
+                "video driver in SDL_VIDEODRIVER."
+            )
 
     def show(self, frame: np.ndarray) -> None:
         import pygame
@@ -108,7 +139,11 @@ class _Window:
             self._screen = None
 
     def __getstate__(self):
-        return {"fps": self.fps, "_screen": None, "_clock": None}
+        return {"fps": self.fps}
+
+    def __setstate__(self, state):
+        # The window of the process that unpickles it: the display is that machine's.
+        self.__init__(state["fps"])
 
 
 # -- Forks: JAX's runtime threads do not survive a fork; a child that touches JAX hangs for good.
@@ -353,6 +388,8 @@ class Session:
             return None
         if self.state is None:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
+        if self._window is not None and self._window.headless:
+            return None  # nothing would show the frame (the window warned when the env was made)
         size = {k: v for k, v in zip(("width", "height"), self.size) if v is not None}  # else the env's own
         host = jax.device_get(self.state)
         if self._window is not None:
