@@ -163,15 +163,24 @@ if hasattr(os, "register_at_fork"):
 
 
 def refuse_forked_child() -> None:
-    """Raises in a process forked after JAX started: there, the first JAX call would hang."""
+    """Raises in a process forked after JAX started: there, the first JAX call would hang.
+
+    The message names the ways out, the clients' own among them: a client may start JAX in the
+    parent without the user asking, as torchrl's ``ParallelEnv(..., mp_start_method="fork")`` does
+    (its ``EnvCreator`` builds and resets one env in the parent to read its specs, then forks).
+    """
     if _forked_after_jax:
         raise RuntimeError(
             "gymjax envs cannot start in a process forked after JAX started (JAX's threads do not "
-            "survive a fork, and the first JAX call would hang). Start worker processes with "
-            "'spawn' or 'forkserver': gymnasium.make_vec(id, n, vectorization_mode='async', "
+            "survive a fork, and the first JAX call would hang): JAX ran in the parent before it forked "
+            "this worker. Start worker processes with 'spawn' or 'forkserver', or fork before anything "
+            "runs JAX in the parent (gymjax envs made and reset in the workers only): gymnasium.make_vec(id, n, vectorization_mode='async', "
             "vector_kwargs={'context': 'spawn'}), SB3's SubprocVecEnv(..., start_method='spawn'), "
-            "or multiprocessing.set_start_method('spawn'). A gymjax vector env needs no "
-            "subprocesses: vectorization_mode='vector_entry_point' runs the batch in one jitted call."
+            "multiprocessing.set_start_method('spawn'); torchrl's ParallelEnv(n, make_env, "
+            "mp_start_method='fork') resets one env in the parent first (its EnvCreator reads the "
+            "specs there), so leave mp_start_method at torchrl's default or pass 'spawn' or "
+            "'forkserver'. A gymjax vector env needs no subprocesses: "
+            "vectorization_mode='vector_entry_point' runs the batch in one jitted call."
         )
 
 

@@ -179,6 +179,23 @@ def test_a_fork_after_jax_started_is_refused_not_hung():
     assert "forked after JAX started" in message and "spawn" in message
 
 
+def test_the_fork_refusal_names_torchrls_fork_start_and_its_ways_out():
+    """torchrl's ParallelEnv(n, make_env, mp_start_method="fork"): its EnvCreator makes and resets an env
+    in the parent (JAX starts), then forks the workers, whose first gymjax env is refused. The
+    parent sees an EOFError; the worker's message is the user's only clue, so it names the case."""
+    parent = gymnasium.make("JaxCartPole-v0")
+    parent.reset(seed=0)  # what EnvCreator does to read the specs
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_build_in_child, args=(queue,))
+    child.start()
+    message = queue.get(timeout=60)
+    child.join(timeout=30)
+    assert "torchrl's ParallelEnv(n, make_env, mp_start_method='fork')" in message
+    assert "EnvCreator" in message and "torchrl's default" in message
+    assert "'spawn' or 'forkserver'" in message and "in the workers only" in message
+
+
 def test_mujoco_attributes_users_read(ant_env):
     env = ant_env.unwrapped
     ant_env.reset(seed=0)
