@@ -17,6 +17,8 @@ import errno
 import math
 import os
 import pathlib
+import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -90,18 +92,24 @@ def record_video(
     max_steps: int = 1000,
     width: int = 320,
     height: int = 240,
+    until: float | None = None,
 ) -> tuple[pathlib.Path, float]:
     """Plays one episode of ``env`` (unbatched, time-limited) with ``policy`` and writes an mp4.
 
-    Returns the path and the episode's return. Written by :func:`video_writer`: whole or not at all
-    (a full disk raises ``OSError`` and leaves ``path`` as it was).
+    Returns the path and the episode's return (of the steps played). Written by :func:`video_writer`:
+    whole or not at all (a full disk raises ``OSError`` and leaves ``path`` as it was). ``until``: a
+    ``time.time()`` (a time budget's deadline) by which the video is written; frames stop
+    :data:`VIDEO_FINISH_S` before it, and the video ends there, the episode unfinished.
     """
     reset = jax.jit(env.reset)
     step = jax.jit(lambda state: env.step(state, policy(state.obs)))
     state = reset(jax.random.PRNGKey(seed))
     total = 0.0
     with video_writer(path, env.metadata.get("render_fps", 30)) as append:
-        for _ in tqdm(range(max_steps), desc="rendering", unit="frame", leave=False):
+        for frame in tqdm(range(max_steps), desc="rendering", unit="frame", leave=False):
+            if until is not None and frame > 0 and time.time() + VIDEO_FINISH_S > until:
+                tqdm.write(f"video: cut at frame {frame} of at most {max_steps}, by the time budget's deadline")
+                break
             append(env.render(state, width=width, height=height))
             state = step(state)
             total += float(state.reward)
@@ -109,6 +117,40 @@ def record_video(
                 append(env.render(state, width=width, height=height))
                 break
     return pathlib.Path(path), total
+
+
+# Seconds kept after a video's last frame for ffmpeg to finish and the frames to be read back.
+VIDEO_FINISH_S = 2.0
+# Frames rendered to time a video (:func:`closing_seconds`); the first pays for the compile.
+SAMPLE_FRAMES = 6
+
+
+def closing_seconds(env: Env | None, policy: Callable[[jax.Array], jax.Array] | None, max_steps: int) -> float:
+    """The most seconds a run directory's closing work takes on this machine: its learning-curve
+    plot and, with ``env`` (unbatched, time-limited, as :func:`record_video` plays it), a video of
+    up to ``max_steps`` frames: timed on a plot of two rows and a video of :data:`SAMPLE_FRAMES`
+    frames written to a temporary directory, then the frames' time counted ``max_steps`` times (an
+    untrained policy falls early; the trained one may play the whole episode)."""
+    with tempfile.TemporaryDirectory(prefix="gymjax-closing-") as tmp:
+        start = time.perf_counter()
+        rows = [{"env_steps": float(i), "eval/episode_return": 0.0, "time/elapsed_s": float(i)} for i in range(2)]
+        plot_learning_curve(rows, pathlib.Path(tmp) / "curve.png", "timing")
+        seconds = time.perf_counter() - start
+        if env is None:
+            return seconds
+        reset = jax.jit(env.reset)
+        step = jax.jit(lambda state: env.step(state, policy(state.obs)))
+        start = time.perf_counter()
+        with video_writer(pathlib.Path(tmp) / "video.mp4", env.metadata.get("render_fps", 30)) as append:
+            state = reset(jax.random.PRNGKey(0))
+            append(env.render(state, width=320, height=240))
+            first = time.perf_counter()
+            for _ in range(SAMPLE_FRAMES - 1):
+                state = step(state)
+                append(env.render(state, width=320, height=240))
+            per_frame = (time.perf_counter() - first) / (SAMPLE_FRAMES - 1)
+        fixed = time.perf_counter() - start - per_frame * (SAMPLE_FRAMES - 1)  # compile, ffmpeg's start and end
+        return seconds + fixed + per_frame * max_steps
 
 
 class _FfmpegDied(Exception):

@@ -44,9 +44,12 @@ import os
 import pathlib
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from tqdm import tqdm
 
 from gymjax import envs
 from gymjax.core import Env
@@ -461,6 +464,8 @@ def run(
             plan = dataclasses.replace(plan, record=record)
         loggers: list[Hook] = []
         starting = _Starting(plan, started)
+        if deadline is not None and primary:
+            deadline.on_grow = starting.grown  # a plan grown mid-run is in run.json before it trains
         if primary:  # process 0 alone writes files other than checkpoint shards
             # KeepBest first: it refuses another run's best before _Starting starts the trackers and
             # writes run.json. The trackers stay open past training, for the plot and the video.
@@ -481,7 +486,10 @@ def run(
             if plan.video and "rgb_array" not in plan.env.metadata.get("render_modes", []):
                 print(f"video: none, {plan.env!r} does not render")  # a gymnax env, say
             elif plan.video:
-                _attach(started, _video(plan, make_policy, params))
+                until = None if deadline is None else started_at + deadline.budget_s
+                _attach(started, _video(plan, make_policy, params, until))
+            if deadline is not None and deadline.closing_s:  # the command's end, the plot and video done
+                tqdm.write(deadline.outcome(), file=sys.stderr)
         return make_policy, params, metrics
     except BaseException:
         if primary and not plan.resumed and not ckpt.step_dirs(directory.checkpoints) and not directory.logged_rows():
@@ -497,7 +505,8 @@ def run(
 def _time_budget(plan: Plan, started_at: float, say: bool) -> budget.Deadline:
     """The deadline of the planned run, ``plan.record.minutes`` after ``started_at``, its steps chosen."""
     try:
-        return time_budget(plan.record.config, plan.env, minutes=plan.record.minutes, started_at=started_at, say=say)
+        return time_budget(plan.record.config, plan.env, minutes=plan.record.minutes, started_at=started_at, say=say,
+                           closing=_closing(plan))
     except ValueError as e:
         raise RunDirectoryError(str(e)) from None
 
@@ -511,6 +520,11 @@ class _Starting(Hook):
 
     def __init__(self, plan: Plan, started: list[trackers.Tracker]):
         self.plan, self.started, self.record = plan, started, plan.record
+
+    def grown(self, config: PPOConfig) -> None:
+        """A time budget's plan grown mid-run: recorded, so a resume continues the grown run."""
+        self.record = dataclasses.replace(self.record, config=config)
+        self.plan.directory.write(self.record)
 
     def before_training(self, progress, resumed):
         plan = self.plan
@@ -588,12 +602,25 @@ def video_env(env: Env, config: PPOConfig) -> tuple[Env, int]:
     return single_env_stack(env, steps, config.action_repeat, None), steps
 
 
-def _video(plan: Plan, make_policy, params) -> pathlib.Path:
+def _closing(plan: Plan) -> budget.Closing:
+    """Times the plot and video this run directory makes after training (a time budget keeps them in)."""
+
+    def closing(make_policy, params) -> float:
+        if not plan.video or "rgb_array" not in plan.env.metadata.get("render_modes", []):
+            return artifacts.closing_seconds(None, None, 0)
+        policy = make_policy(params, deterministic=True)
+        env, steps = video_env(plan.env, plan.record.config)
+        return artifacts.closing_seconds(env, lambda obs: policy(obs)[0], steps)
+
+    return closing
+
+
+def _video(plan: Plan, make_policy, params, until: float | None = None) -> pathlib.Path:
     policy = make_policy(params, deterministic=True)
     env, steps = video_env(plan.env, plan.record.config)
     path, total = artifacts.record_video(
         env, lambda obs: policy(obs)[0], plan.directory.path / "policy.mp4", seed=plan.record.config.seed,
-        max_steps=steps,
+        max_steps=steps, until=until,
     )
     print(f"video: {path} (episode return {total:.1f})")
     return pathlib.Path(path)

@@ -166,6 +166,7 @@ class PPOTrainer:
         self.env_id = self.env.env_id  # None for an env not built by gymjax.envs.make
         check(config, self.env)
         eval_env = None if eval_env is None else as_env(eval_env, "eval_env")
+        self._built_with = (eval_env, randomization_fn)
         self.mesh = DeviceMesh(jax.devices())
         self.envs_per_device = config.num_envs // self.mesh.size
 
@@ -203,6 +204,19 @@ class PPOTrainer:
         if c.max_grad_norm > 0:
             return optax.chain(optax.clip_by_global_norm(c.max_grad_norm), adam)
         return adam
+
+    def with_plan(self, config: PPOConfig) -> PPOTrainer:
+        """The trainer of ``config``, which differs from this one's in ``num_timesteps`` and
+        ``epoch_iterations`` only, epochs of the same size (a time budget's grown plan). With a
+        constant learning rate the compiled epoch does not depend on the plan's length, so this
+        trainer is reused, its compiled epoch kept; a linear schedule's end is compiled in: a new one."""
+        same = self.config.replace(num_timesteps=config.num_timesteps, epoch_iterations=config.epoch_iterations)
+        if same != config or config.iterations_per_epoch != self.config.iterations_per_epoch:
+            raise ValueError("with_plan changes num_timesteps in epochs of the same size, not other fields")
+        if config.lr_schedule == "constant":
+            self.config = config
+            return self
+        return PPOTrainer(config, self.env, *self._built_with)
 
     def init(self, run_id: str | None = None) -> Run:
         """A fresh run: new parameters, optimizer state and envs, from ``config.seed``."""
@@ -346,6 +360,10 @@ class PPOTrainer:
         start = time.perf_counter()
         self._epoch = self._epoch.lower(run.state).compile()
         return time.perf_counter() - start
+
+    def is_compiled(self) -> bool:
+        """Whether :meth:`compile` has compiled the epoch."""
+        return isinstance(self._epoch, jax.stages.Compiled)
 
     def run_epoch(self, run: Run) -> Metrics:
         """Runs one compiled epoch, advances ``run`` in place and returns host metrics."""
@@ -565,12 +583,14 @@ def train(
             hook = Hooks([*hook.hooks, deadline])
         if run is None:
             run = trainer.init(run_id=run_id)
-        _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar, progress_metrics)
+        trainer = _train_loop(trainer, run, hook, checkpointer, progress_fn, policy_params_fn, progress_bar,
+                              progress_metrics, deadline)
     finally:
         hook.close()
         if checkpointer:
             checkpointer.close()
-    if deadline is not None:
+    if deadline is not None and not deadline.closing_s:
+        # With closing work reserved (a run directory's plot and video), its caller says this after it.
         tqdm.write(deadline.outcome(), file=sys.stderr)
     return trainer.networks.make_policy, trainer.policy_params(run), run.last_metrics
 
@@ -585,15 +605,18 @@ def time_budget(
     started_at: float | None = None,
     saves: bool = True,
     say: bool = True,
+    closing: budget.Closing | None = None,
 ) -> budget.Deadline:
     """Times this machine for a run of ``config`` on ``env`` that ends by ``minutes`` after
     ``started_at`` (a ``time.time()``; None: now): :func:`gymjax.trainers.ppo.budget.choose`, with
     the run's trainer. Its ``config`` has the chosen ``num_timesteps``; :func:`train` takes it as
-    ``deadline``. ``saves``: whether the run writes checkpoints; ``say``: announce the timing."""
+    ``deadline``. ``saves``: whether the run writes checkpoints; ``say``: announce the timing;
+    ``closing``: times the caller's work after training (kept in the budget; the caller then says
+    ``deadline.outcome()`` once that work is done, and :func:`train` does not)."""
     env = envs.make(env) if isinstance(env, str) else env
     return budget.choose(
         config, lambda c: PPOTrainer(c, env, eval_env, randomization_fn), minutes,
-        started_at=time.time() if started_at is None else started_at, saves=saves, say=say,
+        started_at=time.time() if started_at is None else started_at, saves=saves, say=say, closing=closing,
     )
 
 
@@ -633,9 +656,11 @@ def _train_loop(
     policy_params_fn: PolicyParamsFn | None,
     progress_bar: bool,
     progress_metrics: tuple[str, ...] | None = None,
-) -> None:
+    deadline: budget.Deadline | None = None,
+) -> PPOTrainer:
     """Epochs until the budget is spent, a hook asks to stop (then saves), or a signal asks to stop
-    (then saves and raises TrainingStopped)."""
+    (then saves and raises TrainingStopped); a ``deadline`` may grow the plan at a boundary.
+    Returns the trainer of the plan trained (``trainer`` unless it grew)."""
     config = trainer.config
     eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), 1)
     if progress_bar and config.total_env_steps != config.num_timesteps:
@@ -666,6 +691,17 @@ def _train_loop(
             asked = _BY_SIGNAL if stop.signum is not None else _BY_HOOK if hook.stop else 0
             if stopping := distributed.most(asked):
                 break
+            grown = deadline.replan(run.progress(config.num_epochs)) if deadline is not None else None
+            if grown is not None:
+                if grown.lr_schedule != "constant" and checkpointer and saved_epoch != run.epoch:
+                    # The boundary the schedule changes at is saved under the old plan, so a resume
+                    # from it (run.json records the grown plan) replays the grown run.
+                    saved_epoch = _save(trainer, run, checkpointer, hook)
+                trainer, config = trainer.with_plan(grown), grown
+                if not trainer.is_compiled():
+                    trainer.compile(run)
+                bar.total = config.total_env_steps
+                bar.refresh()
             start = time.perf_counter()
             metrics = trainer.run_epoch(run)
             progress = run.progress(config.num_epochs)
@@ -700,11 +736,12 @@ def _train_loop(
     if stopping == _BY_HOOK:
         if progress_bar:
             tqdm.write(f"stopped at epoch {run.epoch} of {config.num_epochs} by a hook: {hook.stop}", file=sys.stderr)
-        return
+        return trainer
     if stopping:
         saved = checkpointer.directory / str(saved_epoch) if checkpointer and saved_epoch is not None else None
         # A process told to stop by another (not by a signal of its own) reports SIGTERM.
         raise TrainingStopped(stop.signum or signal.SIGTERM, run.epoch, run.env_steps, saved)
+    return trainer
 
 
 _BY_HOOK, _BY_SIGNAL = 1, 2  # why the loop stops early; a signal anywhere wins (TrainingStopped)
