@@ -27,7 +27,8 @@ The budget is the command's, not only training's, and it is used:
   decays to 0 at ``num_timesteps``: growing it steps the rate up (from ``1 - s/S`` to ``1 - s/S'``
   of its start, as a resume with a larger ``num_timesteps`` does) and recompiles the epoch, so it
   grows only while at most :data:`LINEAR_GROW_UNTIL` of the plan is trained (the step is then at
-  most a third of the rate's start: ``1 - 1/2 * S/S'``, never above its first value) and by at least
+  most ``f * (1 - S/S')`` of the starting rate for a share ``f <= 1/2`` trained: under half of
+  it, and the rate never above its start) and by at least
   :data:`LINEAR_GROW_MIN`, with the checkpoint of that boundary saved first, so a resume from it
   replays the grown run; the grown config alone replays it from that step on.
 """
