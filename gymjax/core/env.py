@@ -11,6 +11,7 @@ leaked tracers in Brax (``env.unwrapped.sys = <tracer>`` inside ``vmap``).
 from __future__ import annotations
 
 import abc
+import functools
 from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium
@@ -146,6 +147,45 @@ def check_agents(actions: Any, agents: tuple[str, ...] | list[str]) -> None:
         )
 
 
+# The spaces whose one action is one array of a static shape: the shape step checks (a Dict space's
+# env, multi-agent, checks its own actions by agent).
+_ARRAY_SPACES = (gymnasium.spaces.Box, gymnasium.spaces.Discrete, gymnasium.spaces.MultiDiscrete,
+                 gymnasium.spaces.MultiBinary)
+
+
+def check_action_shape(env: Env, action: Any) -> None:
+    """Raises unless ``action`` is one action of ``env``'s action space by shape.
+
+    Shapes are static under ``jit`` and ``vmap``, so this runs when the step is traced and costs
+    nothing per step. An env that took a wrongly shaped action would broadcast or slice it into its
+    physics (a length-5 control on a 3-actuator Hopper steps) and return plausible numbers.
+    """
+    space = env.action_space
+    if not isinstance(space, _ARRAY_SPACES):
+        return
+    shape = tuple(jnp.shape(action))
+    if shape != tuple(space.shape):
+        raise ValueError(
+            f"{type(env).__name__}.step takes one env's action, of shape {tuple(space.shape)} ({space}); got "
+            f"shape {shape}. A batch of actions is stepped under jax.vmap (or gymjax.wrappers.VmapWrapper), "
+            "each env seeing one action of that shape."
+        )
+
+
+def _checking_action(method, position: int):
+    """``method`` (an env's ``step`` or ``step_or_reset``) refusing an action of the wrong shape,
+    ``position`` being the action's place among its arguments after ``self``."""
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        action = args[position] if len(args) > position else kwargs.get("action", kwargs.get("actions"))
+        check_action_shape(self, action)
+        return method(self, *args, **kwargs)
+
+    checked.checks_action = True
+    return checked
+
+
 class Env(abc.ABC, Generic[Params]):
     """A single, unbatched, pure-JAX environment.
 
@@ -172,6 +212,21 @@ class Env(abc.ABC, Generic[Params]):
     # reference (gymjax.trainers.reference) by it.
     env_id: str | None = None
     env_kwargs: dict[str, Any] | None = None
+    # Whether step and step_or_reset take one action of action_space's shape, and refuse others
+    # when traced (check_action_shape): every env's do; a wrapper's may take a batch, and the env
+    # it wraps checks each action.
+    checks_actions: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # The one place every env's step is checked, the envs gymjax.envs.make returns and a user's
+        # registered own alike, without a line in each env.
+        if not cls.checks_actions:
+            return
+        for name, position in (("step", 1), ("step_or_reset", 1)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "checks_action", False):
+                setattr(cls, name, _checking_action(method, position))
 
     @property
     @abc.abstractmethod
@@ -242,6 +297,9 @@ class Wrapper(Env):
     A wrapper keeps its own bookkeeping in a :class:`State` field of its own, never
     in ``info``: the inner env's ``state.replace`` carries it through the step.
     """
+
+    # A wrapper may batch (VmapWrapper takes [N, *shape]); the env under it checks each action.
+    checks_actions: ClassVar[bool] = False
 
     def __init__(self, env: Env):
         self.env = env
