@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from gymjax import envs
 from gymjax.cli import common, run
-from gymjax.trainers import files
+from gymjax.trainers import distributed, files
 from gymjax.trainers import tune as tuning
 from gymjax.trainers.ppo import PPOConfig, presets
 
@@ -44,6 +44,9 @@ def _tune(args: argparse.Namespace) -> int:
     name = args.study_name or tuning.default_study_name(setup)
     if args.worker is None:
         tuning.check_out_dir(args.out, name, args.storage)
+        _check_logs(args)
+    else:
+        distributed.stop_with_launcher()  # a worker never outlives the command that started it
     study = tuning.open_study(setup, args.storage, name, sampler=args.sampler, pruner=args.pruner,
                               n_startup_trials=args.n_startup_trials, say=_note)
     if args.enqueue_base and args.worker is None:
@@ -116,6 +119,21 @@ def _setup(args: argparse.Namespace) -> tuning.TuneSetup:
                              objective=args.objective, env=env)
 
 
+def _log(args: argparse.Namespace, k: int) -> pathlib.Path:
+    return args.out / f"worker-{k}.log"
+
+
+def _check_logs(args: argparse.Namespace) -> None:
+    """Refuses, before the study is opened, a worker log that is a link, not a regular file, or a file
+    with another hard link: a log is written in place, and would write through it."""
+    for k in range(args.n_jobs if args.n_jobs > 1 else 0):
+        if os.path.lexists(_log(args, k)):
+            try:
+                os.close(files.open_in_place(_log(args, k), os.O_RDONLY | os.O_NONBLOCK))
+            except OSError as e:
+                raise SystemExit(f"--out: {e.strerror}") from None
+
+
 def _share(n_trials: int, n_jobs: int, worker: int) -> int:
     """Worker ``worker``'s part of ``n_trials``: trials are time-budgeted, so equal parts end together."""
     return n_trials // n_jobs + (worker < n_trials % n_jobs)
@@ -156,10 +174,15 @@ def _with_workers(args: argparse.Namespace, study: Any, setup: tuning.TuneSetup)
         # The study by its name: a default name is this process's choice, whatever the worker's would be.
         command = [sys.executable, "-m", "gymjax", *args.argv, "--study-name", study.study_name,
                    "--worker", str(k)]
-        log = args.out / f"worker-{k}.log"
-        with os.fdopen(files.open_fd(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as out:
-            workers[k] = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL)
+        try:  # checked again as it is opened: the directory may have changed since _check_logs
+            fd = files.open_in_place(_log(args, k), os.O_WRONLY | os.O_CREAT)
+        except OSError as e:
+            _stop(workers)
+            raise SystemExit(f"--out: {e.strerror}") from None
+        os.ftruncate(fd, 0)
+        with os.fdopen(fd, "w") as out:
+            workers[k] = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          env={**os.environ, distributed.LAUNCHER_PID: str(os.getpid())})
     ours = {process.pid for process in workers.values()}
     seen: set[int] = set()
     stopped = _Forward(workers.values())
@@ -180,11 +203,19 @@ def _with_workers(args: argparse.Namespace, study: Any, setup: tuning.TuneSetup)
         _note(f"trial {number}: FAIL (its process died mid-trial; not counted)")
     if stopped.signum is not None:
         return 128 + stopped.signum
-    failed = [f"worker {k} exited with status {p.returncode} (its log: {args.out / f'worker-{k}.log'})"
+    failed = [f"worker {k} exited with status {p.returncode} (its log: {_log(args, k)})"
               for k, p in workers.items() if p.returncode]
     for line in failed:
         print(line, file=sys.stderr)
     return 1 if failed else 0
+
+
+def _stop(workers: dict[int, subprocess.Popen]) -> None:
+    """Ends the workers already started (each fails its trial in flight) and waits for them."""
+    for process in workers.values():
+        process.send_signal(signal.SIGTERM)
+    for process in workers.values():
+        process.wait()
 
 
 class _Forward:

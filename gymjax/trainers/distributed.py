@@ -75,7 +75,7 @@ def initialize(
         if process_id == 0:
             check_can_listen(bind)
     if os.environ.get(LAUNCHER_PID):
-        _start_daemon(_end_with_launcher, int(os.environ[LAUNCHER_PID]), ORPHAN_GRACE_S)
+        stop_with_launcher()
     # CPU processes reduce over gloo; GPUs use NCCL whatever this says.
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     _connect(coordinator, num_processes, process_id, heartbeat_timeout_s, bind)
@@ -162,6 +162,13 @@ def _give_up(connected: threading.Event, wait_s: float, waiting: str, line: str)
         if not connected.wait(wait_s - late_s):
             _say(line)
             os._exit(1)
+
+
+def stop_with_launcher(grace_s: float = ORPHAN_GRACE_S) -> None:
+    """In a process a launcher started with its pid in ``LAUNCHER_PID`` (``--local-processes``, ``gymjax
+    tune --n-jobs``): stops this process when the launcher dies (:func:`_end_with_launcher`)."""
+    if os.environ.get(LAUNCHER_PID):
+        _start_daemon(_end_with_launcher, int(os.environ[LAUNCHER_PID]), grace_s)
 
 
 def _end_with_launcher(launcher_pid: int, grace_s: float) -> None:

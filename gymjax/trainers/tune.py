@@ -38,6 +38,7 @@ import json
 import math
 import os
 import pathlib
+import reprlib
 import socket
 import statistics
 import time
@@ -66,6 +67,9 @@ SETUP_ATTR = "gymjax_setup"  # the study's user attribute holding its TuneSetup
 HEARTBEAT_INTERVAL_S = 60
 HEARTBEAT_GRACE_S = 300
 MAX_FILE_BYTES = 1 << 20  # a search space or preset file larger than this is not one
+# What a search space or preset file may expand to, YAML's aliases followed: hand-written ones hold
+# dozens of values, and a 700-byte file of nested aliases ("billion laughs") expands to 10^9.
+MAX_DATA_NODES = 100_000
 # How a trial's seeds make one value. The mean is the default: the median of 3 hides one seed that
 # fails (HalfCheetah's 5,228 beside two over 9,000 had the median of the three over 9,000), the min
 # ranks the unluckiest seed's noise; the mean keeps both the level and a third of any seed's failure.
@@ -222,9 +226,49 @@ def read_data_file(path: str | os.PathLike, what: str) -> Any:
         raise TuneError(f"{what} {path}: reading YAML needs PyYAML ({EXTRA}), or give the file as .json") \
             from None
     try:
-        return yaml.safe_load(text)
+        return _bounded_yaml(yaml, text)
     except yaml.YAMLError as e:
-        raise TuneError(f"{what} {path}: not valid YAML: {' '.join(str(e).split())}") from None
+        raise TuneError(f"{what} {path}: not valid YAML: {' '.join(str(e).split())[:300]}") from None
+    except RecursionError:
+        raise TuneError(f"{what} {path}: nested too deeply to read") from None
+    except _TooLarge:
+        raise TuneError(f"{what} {path}: its aliases expand to more than {MAX_DATA_NODES:,} values; "
+                        "a search space or preset holds dozens") from None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _bounded_yaml(yaml: Any, text: str) -> Any:
+    """``yaml.safe_load(text)``, refused (:class:`_TooLarge`) before anything is built when the document
+    would expand, its aliases followed, to more than :data:`MAX_DATA_NODES` values."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, {})
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
+    """The values under ``node`` with every alias expanded, counted once a node (an alias is the same
+    node object as its anchor), so that counting costs what the text does, not what it expands to."""
+    if id(node) in sizes:
+        return sizes[id(node)]
+    sizes[id(node)] = MAX_DATA_NODES + 1  # a node within itself (a recursive alias) is too large
+    children = node.value if isinstance(node.value, list) else []
+    size = 1
+    for child in children:
+        for item in child if isinstance(child, tuple) else (child,):  # a mapping's (key, value) pairs
+            size += _expanded_size(item, sizes)
+            if size > MAX_DATA_NODES:
+                raise _TooLarge
+    sizes[id(node)] = size
+    return size
 
 
 def parse_space(data: Any, base: PPOConfig, where: str = "search space") -> SearchSpace:
@@ -244,8 +288,9 @@ def parse_space(data: Any, base: PPOConfig, where: str = "search space") -> Sear
         for value in space[name].values():
             try:
                 base.replace(**{name: value})
-            except (ValueError, TypeError) as e:
-                raise TuneError(f"{where}: {name} = {value!r} is refused by PPOConfig: {e}") from None
+            except (ValueError, TypeError, OverflowError) as e:
+                raise TuneError(f"{where}: {name} = {_short(value)} is refused by PPOConfig: "
+                                f"{_clip(str(e))}") from None
     return space
 
 
@@ -264,6 +309,11 @@ def _parse_param(name: str, spec: Any, where: str) -> Param:
             raise TuneError(f"{where}: expected choices as a non-empty list, got {_short(choices)}")
         if _is_sizes(name):
             choices = [tuple(c) if isinstance(c, list) else c for c in choices]
+        scalar = (type(None), bool, int, float, str)
+        for c in choices:
+            if not (isinstance(c, scalar) or (isinstance(c, tuple) and all(isinstance(x, scalar) for x in c))):
+                raise TuneError(f"{where}: expected each choice as null, true/false, a number or a string "
+                                f"(layer sizes as a list of ints), got {_short(c)}")
         if len(set(map(to_optuna, choices))) != len(choices):
             raise TuneError(f"{where}: choices repeat a value: {_short(choices)}")
         return Param("categorical", choices=tuple(choices))
@@ -276,21 +326,37 @@ def _parse_param(name: str, spec: Any, where: str) -> Param:
     low, high, log = spec.get("low"), spec.get("high"), spec.get("log", False)
     number = int if kind == "int" else (int, float)
     for end, value in (("low", low), ("high", high)):
-        if isinstance(value, bool) or not isinstance(value, number) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, number) or not _finite(value):
             raise TuneError(f"{where}: expected {end} as a finite {'int' if kind == 'int' else 'number'}, "
-                            f"got {value!r}")
+                            f"got {_short(value)}")
     if not low <= high:
-        raise TuneError(f"{where}: expected low <= high, got low {low!r} and high {high!r}")
+        raise TuneError(f"{where}: expected low <= high, got low {_short(low)} and high {_short(high)}")
     if not isinstance(log, bool):
-        raise TuneError(f"{where}: expected log as true or false, got {log!r}")
+        raise TuneError(f"{where}: expected log as true or false, got {_short(log)}")
     if log and low <= 0:
-        raise TuneError(f"{where}: a log scale needs low > 0, got {low!r}")
+        raise TuneError(f"{where}: a log scale needs low > 0, got {_short(low)}")
     return Param(kind, low, high, log)
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
+
+
 def _short(value: Any) -> str:
-    text = repr(value)
+    """``value`` as messages show it: bounded at every level, whatever it holds or expands to."""
+    text = _REPR.repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past float's range: not a bound a search can use
+        return False
 
 
 def space_to_json(space: SearchSpace) -> dict[str, Any]:
@@ -406,6 +472,13 @@ def make_setup(
         ppo_check(base, env)
     except (ValueError, TypeError) as e:
         raise TuneError(f"the base config cannot train {env_id}: {e}") from None
+    for name, param in space.items():  # each end or choice alone, as parse_space did for PPOConfig
+        for value in param.values():
+            try:
+                ppo_check(base.replace(**{name: value}), env)
+            except (ValueError, TypeError) as e:
+                raise TuneError(f"search space: {name} = {_short(value)} cannot train {env_id}: "
+                                f"{_clip(str(e))}") from None
     return TuneSetup(env_id, env_kwargs, base, dict(space), minutes_per_trial, env, seeds_per_trial, objective)
 
 
@@ -430,6 +503,7 @@ def open_storage(url: str | None) -> Any:
     # SQLite waits this long for another process's write rather than failing the trial at once.
     engine = {"connect_args": {"timeout": 60}} if parsed.get_backend_name() == "sqlite" else {}
     try:
+        _refuse_foreign(url, engine, shown)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # the heartbeat's
             return optuna.storages.RDBStorage(
@@ -441,6 +515,25 @@ def open_storage(url: str | None) -> Any:
         raise TuneError(
             f"--storage {shown}: cannot open it ({type(e).__name__}: {reason}); expected {expected}"
         ) from None
+
+
+OPTUNA_TABLES = {"studies", "trials", "version_info"}  # what every Optuna RDB storage holds
+
+
+def _refuse_foreign(url: str, engine_kwargs: dict[str, Any], shown: str) -> None:
+    """Refuses, before Optuna adds its tables, a database that holds another application's (a copy
+    of an MLflow store, say): tables, and not Optuna's. An empty database is Optuna's to set up."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(url, **engine_kwargs)
+    try:
+        tables = set(sqlalchemy.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    if tables and not OPTUNA_TABLES <= tables:
+        listed = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise TuneError(f"--storage {shown}: the database holds another application's tables ({listed}) and no "
+                        "Optuna storage; it was left untouched: give a new database, or one gymjax tune made")
 
 
 def in_memory(url: str | None) -> bool:
@@ -828,8 +921,8 @@ def read_preset_file(path: str | os.PathLike) -> PresetFile:
                             f"got {_short(value)}")
     try:
         config = PPOConfig.from_dict(data["settings"])  # checked now, before any work
-    except (ValueError, TypeError) as e:
-        raise TuneError(f"preset file {path}: {e}") from None
+    except (ValueError, TypeError, OverflowError) as e:
+        raise TuneError(f"preset file {path}: {_clip(str(e))}") from None
     # JSON's lists as the config's tuples
     settings = {name: getattr(config, name) for name in data["settings"]}
     return PresetFile(data.get("name", pathlib.Path(path).stem), data["env_id"], data.get("env_kwargs", {}),
@@ -866,6 +959,8 @@ def check_out_dir(out: str | os.PathLike, study_name: str, storage: str | None) 
     """Refuses, in one line, a report directory holding another study's report (or an in-memory
     study's, which lives nowhere else): nothing a user saved is replaced by another study's."""
     out = pathlib.Path(out)
+    if out.is_symlink():  # the run directory's rule: the report is written where it is named, or nowhere
+        raise TuneError(f"--out {out} is a symbolic link; gymjax never writes through one (name its target)")
     if out.exists() and not out.is_dir():
         raise TuneError(f"--out {out}: not a directory")
     marker = out / REPORT_FILE

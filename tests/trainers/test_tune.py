@@ -6,6 +6,7 @@ import csv
 import itertools
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -216,6 +217,84 @@ def test_workers_share_one_study(tmp_path, space_file):
         assert (tmp_path / "out" / f"worker-{k}.log").exists()
 
 
+@pytest.mark.serial  # as the one above
+@pytest.mark.xdist_group("beside_serial")
+def test_workers_stop_when_the_command_that_started_them_is_killed(tmp_path, space_file):
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    # 100 trials: minutes of work each worker would go on with, where stopping takes an epoch
+    command = [sys.executable, "-m", "gymjax", *_flags(tmp_path, space_file, "--n-trials", "100", "--n-jobs", "2")]
+    parent = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    try:
+        while True:  # until both workers run a trial
+            assert parent.poll() is None and time.monotonic() < deadline, "the workers never started"
+            try:
+                running = optuna.load_study(study_name=STUDY, storage=storage).get_trials(
+                    states=(optuna.trial.TrialState.RUNNING,))
+            except KeyError:
+                running = []
+            pids = {t.user_attrs["worker"]["pid"] for t in running if "worker" in t.user_attrs}
+            if len(pids) == 2:
+                break
+            time.sleep(0.2)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    stop = time.monotonic() + 40  # each stops after the epoch in flight, a second here
+    try:
+        while any(_running(pid) for pid in pids) and time.monotonic() < stop:
+            time.sleep(0.2)
+        assert not any(_running(pid) for pid in pids), "a worker outlived the command"
+    finally:
+        for pid in pids:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid):
+    try:  # an exited child of a killed parent is reaped by init; a zombie meanwhile counts as stopped
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("plant", ["hard link", "symbolic link"])
+def test_a_planted_worker_log_is_refused_before_the_study_is_opened(tmp_path, space_file, plant):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "out").mkdir()
+    (os.link if plant == "hard link" else os.symlink)(victim, tmp_path / "out" / "worker-0.log")
+    with pytest.raises(SystemExit) as refused:
+        main(_flags(tmp_path, space_file, "--n-trials", "2", "--n-jobs", "2"))
+    text = str(refused.value.code)
+    assert "worker-0.log" in text and ("hard links" if plant == "hard link" else "symbolic link") in text
+    assert "\n" not in text and victim.read_text() == "precious\n"
+    assert not (tmp_path / "tune.db").exists()  # refused before the study was opened
+
+    (tmp_path / "elsewhere").mkdir()
+    flags = _flags(tmp_path, space_file, "--n-trials", "1")
+    flags[flags.index("--out") + 1] = str(tmp_path / "link")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SystemExit, match="is a symbolic link"):
+        main(flags)
+    assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_database_of_another_application_is_refused_untouched(tmp_path, space_file):
+    import sqlite3
+
+    path = tmp_path / "mlflow.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE experiments (id INTEGER PRIMARY KEY, name TEXT)")
+    flags = _flags(tmp_path, space_file, "--n-trials", "1")
+    flags[flags.index("--storage") + 1] = f"sqlite:///{path}"
+    with pytest.raises(SystemExit, match=r"holds another application's tables \(experiments\)"):
+        main(flags)
+    with sqlite3.connect(path) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    assert tables == ["experiments"]
+
+
 BAD_SPACES = [
     ({"learning_rat": {"type": "float", "low": 1e-4, "high": 1e-3}},
      "'learning_rat' is not a PPOConfig field"),
@@ -230,6 +309,10 @@ BAD_SPACES = [
     ({"gamma": {"type": "categorical", "choices": []}}, "non-empty list"),
     ({"gamma": {"type": "uniform", "low": 0.9, "high": 0.99}}, "expected {type: float|int|categorical"),
     ([], "expected a non-empty mapping"),
+    ({"num_envs": {"type": "int", "low": 8, "high": 10**400}}, "expected high as a finite int, got 1000"),
+    ({"gamma": {"type": "categorical", "choices": [0.99, {"a": 1}]}}, "expected each choice as null"),
+    ({"gamma": {"type": "categorical", "choices": [[0.9, 0.99], [0.9, 0.99]]}}, "got [0.9, 0.99]"),
+    ({"num_envs": {"type": "categorical", "choices": [10**400]}}, "num_envs = 1000"),
 ]
 
 
@@ -320,6 +403,34 @@ def test_yaml_and_json_search_spaces_read_alike(tmp_path):
     spaces = [tune.parse_space(tune.read_data_file(path, "space"), base) for path in (yaml_file, json_file)]
     assert spaces[0] == spaces[1]
     assert spaces[0]["policy_hidden_sizes"] == tune.Param("categorical", choices=((64,), (64, 64)))
+
+
+# A "billion laughs": ten aliases deep, 10^9 values once expanded, in 700 bytes.
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+
+
+@pytest.mark.parametrize("text", [
+    LAUGHS,  # the whole file
+    LAUGHS + "gamma: {type: categorical, choices: *i}\n",  # a field's spec
+    "[" * 20_000 + "]" * 20_000,  # nested past Python's parser
+    "a: &a [*a]\n",  # an alias within itself
+], ids=["laughs", "laughs-in-a-field", "deep", "recursive"])
+@pytest.mark.parametrize("as_preset", [False, True], ids=["search-space", "preset-file"])
+def test_files_that_expand_or_nest_without_bound_are_refused_in_one_line(tmp_path, text, as_preset):
+    path = tmp_path / "file.yaml"
+    if as_preset:  # the same document as a preset's settings
+        text = f"env_id: JaxCartPole-v0\nsettings:\n  {text.replace(chr(10), chr(10) + '  ')}"
+    path.write_text(text)
+    started = time.monotonic()
+    with pytest.raises(tune.TuneError) as refused:
+        tune.read_preset_file(path) if as_preset else tune.parse_space(tune.read_data_file(path, "space"),
+                                                                        tune.PPOConfig())
+    message = str(refused.value)
+    assert len(message) < 400 and "\n" not in message
+    assert any(m in message for m in ("expand to more than", "nested too deeply", "not valid YAML",
+                                      "expected")), message
+    assert time.monotonic() - started < 30  # the expansion was never built
 
 
 def test_without_optuna_tune_says_which_extra_to_install(tmp_path, space_file, monkeypatch):
