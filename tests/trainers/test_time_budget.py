@@ -335,6 +335,25 @@ def test_a_budget_too_short_is_refused_once_the_timing_shows_it(monkeypatch):
                         r"own setup and compile take 150\.\d s more; give at least 2\.\d minutes", str(refused.value))
 
 
+def test_a_timing_still_running_at_the_deadline_says_so_then(capsys):
+    """A compile that straddles the deadline cannot be interrupted: the line that the run cannot fit
+    comes at the deadline, while the compile still runs, and the refusal when it returns."""
+    said = []
+
+    class Trainer:  # its compile really takes 6 s; the deadline is half a second away
+        def init(self):
+            return type("Run", (), {"state": np.zeros(1)})()
+
+        def compile(self, run):
+            time.sleep(6)
+            said.append(capsys.readouterr().err)  # what was said while the compile ran
+            return 6.0
+
+    with pytest.raises(budget.BudgetTooShort):
+        budget.choose(CONFIG, lambda c: Trainer(), 2, started_at=time.time() - 119.5, saves=False, say=False)
+    assert "the 2-minute deadline has passed while this machine was being timed" in said[0]
+
+
 def test_a_deadline_stop_is_recorded_and_resuming_trains_what_replays_it(tmp_path, capsys, monkeypatch):
     """Timed at 10 ms an iteration, the run then pauses 4 s before its second epoch: past its 6 s
     budget whatever the machine, so the deadline stops it there. run.json says where; a resume

@@ -40,6 +40,7 @@ import math
 import numbers
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -266,7 +267,8 @@ def choose(
             file=sys.stderr,
         )
     timing_s = min(CALIBRATION_SHARE * budget_s, MAX_CALIBRATION_S)
-    costs = measure(config, make_trainer, saves, timing_s, fits=fits, closing=closing)
+    with _Overdue(started_at + budget_s, minutes):
+        costs = measure(config, make_trainer, saves, timing_s, fits=fits, closing=closing)
     elapsed = time.time() - started_at
     chosen = largest_fitting(config, costs, (budget_s - elapsed - costs.closing_s) * (1 - SAFETY))
     if chosen is None:
@@ -283,6 +285,28 @@ def choose(
         file=sys.stderr,
     )
     return Deadline(chosen, costs, minutes, started_at)
+
+
+class _Overdue:
+    """Says, at the deadline, that a timing still running there cannot fit the run, in one line. A
+    compile in flight cannot be interrupted (XLA holds the thread), so the line comes on time and the
+    refusal (:class:`BudgetTooShort`, from the next part's ``fits``) as soon as the compile returns."""
+
+    def __init__(self, deadline: float, minutes: float):
+        self.deadline, self.minutes = deadline, minutes
+        self.done = threading.Event()
+
+    def _watch(self) -> None:
+        if not self.done.wait(max(0.0, self.deadline - time.time())):
+            tqdm.write(f"the {self.minutes:g}-minute deadline has passed while this machine was being timed: the "
+                       "budget is too short to train here; stopping when the step in flight returns", file=sys.stderr)
+
+    def __enter__(self) -> _Overdue:
+        threading.Thread(target=self._watch, daemon=True, name="gymjax-overdue").start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.done.set()
 
 
 class Deadline(Hook):
