@@ -233,8 +233,7 @@ def test_cli_records_the_grown_plan_and_resume_and_timesteps_replay_it(tmp_path,
     """Issue 51: timed at 0.5 s an iteration, the run is far ahead of its plan (an iteration here
     takes milliseconds), so it grows the plan from its measured epochs and uses the budget. Under
     --quiet too it says the steps it chose and, last, when the command ended (the plot included)
-    and what replays it; run.json records the grown plan, a resume continues it bit for bit, and
-    the printed flags replay it from the start bit for bit (a constant learning rate)."""
+    and what replays it, which run.json records (replayed by the test below, on a smaller run)."""
     timed = []
     monkeypatch.setattr(budget, "measure", measured(0.5, timed))
     run_dir = tmp_path / "run"
@@ -259,13 +258,27 @@ def test_cli_records_the_grown_plan_and_resume_and_timesteps_replay_it(tmp_path,
     trained = recorded["deadline_stop"] or planned
     assert int(rows[-1]["env_steps"]) == trained
 
+
+def test_a_grown_plan_is_what_resume_and_the_recorded_config_replay(tmp_path):
+    """A 30-second budget timed at 50 ms an iteration grows its plan (an iteration takes about a
+    millisecond here); run.json records the grown config, a resume from epoch 2 continues it bit for
+    bit, and the recorded config replays it from the start bit for bit (a constant rate). Small, so
+    that the resume and the replay train seconds, not the minute's million steps."""
+    timed = []
+    run_dir = tmp_path / "run"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(budget, "measure", measured(0.05, timed))
+        rundir.train(run_dir, ENV, CONFIG.replace(lr_schedule="constant"), minutes=0.5, video=False, console=False,
+                     progress_bar=False)
+    recorded = json.loads((run_dir / "run.json").read_text())
+    planned = recorded["config"]["num_timesteps"]
+    assert recorded["config"]["epoch_iterations"] is not None and planned > 30 / 0.05 * 128  # it grew
     for step in ckpt.step_dirs(run_dir / "checkpoints")[2:]:  # as if killed after epoch 2
         shutil.rmtree(run_dir / "checkpoints" / str(step))
     _, resumed, metrics = rundir.train(run_dir, resume=True, video=False, console=False, progress_bar=False)
     assert len(timed) == 1  # not timed again: the recorded steps
     assert metrics["env_steps"] == planned
-    config = rundir.RunRecord.from_json(recorded).config
-    _, replayed, _ = train(config, ENV, progress_bar=False)
+    _, replayed, _ = train(rundir.RunRecord.from_json(recorded).config, ENV, progress_bar=False)
     assert same_tree(resumed, replayed)
 
 
