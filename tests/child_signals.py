@@ -2,32 +2,52 @@
 
 A process inherits ignored signals: a suite started as a background job of a shell without job
 control (a script's ``cmd &``, some CI runners) hands every child SIGINT ignored, and Python, and
-gymjax, then keep it ignored, so a Ctrl-C a test sends would never arrive. ``preexec_fn`` would
-set it after the fork, but is unsafe in a process with threads (JAX's), so the child is started
-through a tiny Python that sets the dispositions and then ``exec``s the command in its own pid
-(``Popen.pid`` and ``send_signal`` reach the command itself).
+gymjax, then keep it ignored, so a Ctrl-C a test sends would never arrive.
+
+A signal this process *handles* reaches a child at its default instead: ``exec`` resets every
+caught signal to SIG_DFL (and CPython's ``_posixsubprocess`` resets them in the child before
+``exec``). So, around the spawn only, an ignored signal is caught by a handler that does nothing:
+this process goes on ignoring it, and the child starts with its default, as a terminal starts a
+program. No wrapper process (whose own start a signal sent early could land in) and no
+``preexec_fn`` (unsafe in a process with threads, JAX's).
+
+    with from_a_terminal():
+        proc = subprocess.Popen(command, ...)
 """
 
-import sys
+import contextlib
+import signal
+from collections.abc import Iterator
 
-_EXEC = (
-    "import os, signal, sys; "
-    "[signal.signal(getattr(signal, name), getattr(signal, how)) for name, how in "
-    "(pair.split('=') for pair in sys.argv[1].split(',') if pair)]; "
-    "os.execvp(sys.argv[2], sys.argv[2:])"
-)
+SIGNALS = (signal.SIGINT, signal.SIGTERM)  # the ones tests send to stop a process cleanly
 
 
-def _with(dispositions: str, command) -> list[str]:
-    return [sys.executable, "-c", _EXEC, dispositions, *map(str, command)]
+def _ignore(signum, frame) -> None:
+    """SIG_IGN, as a handler: the signal is caught (so a child's exec resets it), and dropped."""
 
 
-def from_a_terminal(command) -> list[str]:
-    """``command`` (a list, its first item a program path or a name on PATH) started with SIGINT and
-    SIGTERM at their defaults, as a terminal starts a program, whatever this process inherited."""
-    return _with("SIGINT=SIG_DFL,SIGTERM=SIG_DFL", command)
+@contextlib.contextmanager
+def from_a_terminal() -> Iterator[None]:
+    """Processes started inside the block get SIGINT and SIGTERM at their defaults, whatever this
+    process inherited; this process keeps its own dispositions. Main thread only."""
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    ignored = [s for s, handler in previous.items() if handler is signal.SIG_IGN]
+    for s in ignored:
+        signal.signal(s, _ignore)
+    try:
+        yield
+    finally:
+        for s in ignored:
+            signal.signal(s, signal.SIG_IGN)
 
 
-def with_sigint_ignored(command) -> list[str]:
-    """``command`` started with SIGINT ignored, as a background job of a non-interactive shell is."""
-    return _with("SIGINT=SIG_IGN,SIGTERM=SIG_DFL", command)
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Processes started inside the block get SIGINT ignored, as a background job of a
+    non-interactive shell does (and SIGTERM at its default). Main thread only."""
+    with from_a_terminal():
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)

@@ -18,6 +18,7 @@ import sys
 import time
 
 import pytest
+from child_signals import from_a_terminal  # tests/child_signals.py
 
 from benchmarks import common, page, throughput
 
@@ -225,7 +226,8 @@ def _sleepers() -> list[int]:
 def test_a_terminated_benchmark_kills_its_workers():
     """`kill` (or a CI timeout) on a benchmark ends its workers and theirs, not the parent alone."""
     before = set(_sleepers())
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=common.REPO, env=common.worker_env())
+    with from_a_terminal():  # SIGTERM at its default, whatever the suite's launcher hands this process
+        driver = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=common.REPO, env=common.worker_env())
     try:
         deadline = time.monotonic() + 60
         workers = []

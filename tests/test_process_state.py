@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from child_signals import from_a_terminal, with_sigint_ignored  # tests/child_signals.py
+from child_signals import from_a_terminal, sigint_ignored  # tests/child_signals.py
 
 from gymjax import cli
 from gymjax.trainers.stopping import stop_on_signals
@@ -45,8 +45,9 @@ def test_a_program_run_with_python_m_that_imports_gymjax_keeps_its_process(tmp_p
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
     )
-    proc = subprocess.Popen(from_a_terminal([sys.executable, "-m", "pkg"]), cwd=tmp_path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    with from_a_terminal():
+        proc = subprocess.Popen([sys.executable, "-m", "pkg"], cwd=tmp_path, env=ENV,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert proc.stdout.readline() == "ready\n", proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
@@ -98,8 +99,8 @@ def test_a_ctrl_c_while_gymjax_the_program_imports_ends_it_with_130(tmp_path, en
         "builtins.__import__ = ctrl_c_in_gymnasium\n"
     )
     env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    proc = subprocess.run(from_a_terminal([*entry_point, "--help"]), env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    with from_a_terminal():
+        proc = subprocess.run([*entry_point, "--help"], env=env, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (130, "", "gymjax: interrupted"), proc.stderr[-2000:]
 
 
@@ -114,8 +115,9 @@ def test_a_users_own_script_named_gymjax_keeps_its_ctrl_c(tmp_path):
         "print('ready', flush=True)\n"
         "time.sleep(20)\n"
     )
-    proc = subprocess.Popen(from_a_terminal([sys.executable, str(path)]), cwd=tmp_path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    with from_a_terminal():
+        proc = subprocess.Popen([sys.executable, str(path)], cwd=tmp_path, env=ENV,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert proc.stdout.readline() == "ready\n", proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -155,8 +157,9 @@ def test_gymjax_started_with_sigint_ignored_keeps_ignoring_it(tmp_path, entry_po
     if entry_point[0] == SCRIPT and not os.path.exists(SCRIPT):
         pytest.skip(f"gymjax is not installed beside {sys.executable} (pip install -e .)")
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(with_sigint_ignored([*entry_point, *TRAIN, "--run-dir", str(run_dir)]), env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    with sigint_ignored():
+        proc = subprocess.Popen([*entry_point, *TRAIN, "--run-dir", str(run_dir)], env=ENV,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)  # while it starts
     deadline = time.monotonic() + 240
@@ -185,8 +188,8 @@ def test_ctrl_c_during_eval_ends_it_with_130_and_one_line(hopper_run, after_s):
     """Issue 41: a Ctrl-C during ``gymjax eval`` printed its line and then segfaulted, and one
     after the result was printed killed the process by SIGINT instead of ending it with 130."""
     command = [sys.executable, "-m", "gymjax", "eval", "--run-dir", str(hopper_run), "--episodes", "256"]
-    proc = subprocess.Popen(from_a_terminal(command), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    with from_a_terminal():
+        proc = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if after_s == "result":
         result = proc.stdout.readline()
         assert result.startswith('{"env": "JaxHopper-v0"'), (result, proc.communicate())
@@ -213,8 +216,8 @@ def _program_interrupted(where: str) -> subprocess.CompletedProcess:
         f"{where}"
         "cli.run_program()\n"
     )
-    return subprocess.run(from_a_terminal([sys.executable, "-c", code]), env=ENV, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    with from_a_terminal():
+        return subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120)
 
 
 def test_a_ctrl_c_as_the_program_ends_ends_it_with_130():

@@ -15,6 +15,7 @@ import time
 import jax
 import numpy as np
 import pytest
+from child_signals import from_a_terminal  # tests/child_signals.py
 
 from gymjax.cli import main
 from gymjax.trainers import checkpoint as ckpt
@@ -96,7 +97,8 @@ def gymjax(*args, wait=True):
     command = [sys.executable, "-m", "gymjax", *map(str, args)]
     if wait:
         return subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=300)
-    return subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with from_a_terminal():  # a test sends it Ctrl-C, whatever the suite's launcher hands this process
+        return subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def policy_digest(run_dir):

@@ -15,6 +15,7 @@ import time
 import jax
 import numpy as np
 import pytest
+from child_signals import from_a_terminal  # tests/child_signals.py
 from ppo_configs import TINY
 
 from gymjax.cli import main
@@ -47,7 +48,8 @@ def cli(*args, wait=True):
     command = [sys.executable, "-m", "gymjax", *map(str, args)]
     if wait:
         return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with from_a_terminal():  # the tests send it signals, whatever the suite's launcher hands this process
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for_rows(metrics, n, proc, timeout=120):
@@ -126,12 +128,17 @@ def test_stop_through_the_api_raises_training_stopped_after_saving(tmp_path):
                 os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C during epoch 2 would arrive
 
     config = TINY.replace(save_every_epochs=3)
-    before = signal.getsignal(signal.SIGINT)  # Python's default; SIG_IGN in a job started in the background
-    with pytest.raises(TrainingStopped) as stopped:
-        train(config, ENV, hooks=[SignalAt()], checkpoint_dir=tmp_path, progress_bar=False)
-    assert (stopped.value.epoch, stopped.value.exit_code) == (2, 130)
-    assert steps(tmp_path) == [2] and stopped.value.checkpoint == tmp_path / "2"
-    assert signal.getsignal(signal.SIGINT) is before  # handlers restored
+    # Python's own handler, as a process started from a terminal has it: a suite started in the
+    # background hands this process SIGINT ignored, and training leaves an ignored SIGINT ignored.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(TrainingStopped) as stopped:
+            train(config, ENV, hooks=[SignalAt()], checkpoint_dir=tmp_path, progress_bar=False)
+        assert (stopped.value.epoch, stopped.value.exit_code) == (2, 130)
+        assert steps(tmp_path) == [2] and stopped.value.checkpoint == tmp_path / "2"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 # -- saved data is never lost or mixed ------------------------------------------------------

@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+from child_signals import from_a_terminal  # tests/child_signals.py
 from ppo_configs import TINY
 
 from gymjax.cli import main
@@ -407,11 +408,12 @@ def test_eval_output_onto_a_full_disk_is_an_error(trained):
 @pytest.mark.parametrize("delay", [0.05, 0.2, 0.4, 0.7, 1.0, 1.5])
 def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(ROOT / ".jax_cache")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gymjax", "train", "--env", ENV, *FAST, "--timesteps", "100000",
-         "--run-dir", str(tmp_path / "run")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    with from_a_terminal():  # as a Ctrl-C reaches it, whatever the suite's launcher hands this process
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gymjax", "train", "--env", ENV, *FAST, "--timesteps", "100000",
+             "--run-dir", str(tmp_path / "run")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
@@ -426,22 +428,24 @@ def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
 def _before_the_guard(err: str) -> bool:
     """Whether ``err`` is Python's own KeyboardInterrupt traceback from before gymjax's Ctrl-C guard
     is in place: every frame runpy's or importlib's, the guard's import in ``gymjax/__init__.py``, or
-    the guard's module loading. No gymjax code can catch those; one anywhere later is a defect."""
+    the guard's module loading, the standard library's modules it imports included (``typing``,
+    ``threading``). No gymjax code can catch those; one anywhere later is a defect."""
     import re
+    import sysconfig
 
     frames = re.findall(r'File "([^"]+)", line \d+, in (\S+)\n(?: {4}(.*)\n)?', err)
     guard_import = os.path.join("gymjax", "__init__.py")
     guard_module = os.path.join("gymjax", "cli", "__init__.py")
-    return (
-        err.rstrip().endswith("KeyboardInterrupt")
-        and err.count("Traceback") == 1
-        and all(
-            path.startswith("<frozen ")
-            or (path.endswith(guard_import) and line == "from gymjax import cli")
-            or (path.endswith(guard_module) and where == "<module>")
-            for path, where, line in frames
-        )
-    )
+    stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "")
+    in_guard_module = False
+    for path, where, line in frames:
+        if path.endswith(guard_module) and where == "<module>":
+            in_guard_module = True
+        elif not (path.startswith("<frozen ")
+                  or (path.endswith(guard_import) and line == "from gymjax import cli")
+                  or (in_guard_module and path.startswith(stdlib))):
+            return False
+    return err.rstrip().endswith("KeyboardInterrupt") and err.count("Traceback") == 1
 
 
 def test_an_interrupt_before_the_guard_is_told_apart_from_one_after():
@@ -454,3 +458,10 @@ def test_an_interrupt_before_the_guard_is_told_apart_from_one_after():
     # past the guard's import, in gymjax's own imports: the guard should have caught it
     imports = '  File "/r/gymjax/__init__.py", line 19, in <module>\n    import gymnasium\n'
     assert not _before_the_guard(python + imports + "KeyboardInterrupt\n")
+    # the guard's module loading the standard library's modules it imports (typing): before the guard
+    import sysconfig
+
+    module = '  File "/r/gymjax/cli/__init__.py", line 22, in <module>\n    from typing import NoReturn\n'
+    typing = f'  File "{os.path.join(sysconfig.get_paths()["stdlib"], "typing.py")}", line 2769, in <module>\n'
+    assert _before_the_guard(python + guard + module + typing + "KeyboardInterrupt\n")
+    assert not _before_the_guard(python + guard + typing + "KeyboardInterrupt\n")  # not under the guard's module
