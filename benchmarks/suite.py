@@ -45,18 +45,26 @@ PUBLISHED = {
     "MountainCarContinuous-v0": {"PPO": (88.3, 2.6, 2e4), "SAC": (94.7, 1.1, 5e4), "TD3": (93.5, 0.1, 3e5)},
 }
 MUJOCO = [k for k in PUBLISHED if k.endswith("-v5")]
-# The suite's targets, by budget in minutes (issue 25): at 15 minutes rl-zoo's PPO (Ant: 5,000,
-# a median over 3 seeds), at 5 minutes InvertedDoublePendulum and Reacher, at 60 rl-zoo's best.
-# The issue names none for classic control; these tasks take 5 minutes and rl-zoo's PPO.
+# The suite's targets, by budget in minutes: at 5 minutes InvertedDoublePendulum's and Reacher's
+# (issue 25) and rl-zoo's PPO on classic control; at 15 and 60, the best rl-zoo reports for the task
+# at 1M steps whatever the algorithm (issue 48: what a user compares a 15-minute run with; Humanoid's
+# is SAC's at 2M, the only one published).
 TARGETS = {
     5: {"InvertedDoublePendulum-v5": 9000.0, "Reacher-v5": -5.0,
         **{k: v["PPO"][0] for k, v in PUBLISHED.items() if k not in MUJOCO}},
-    15: {"Ant-v5": 5000.0, **{k: PUBLISHED[k]["PPO"][0] for k in MUJOCO if "PPO" in PUBLISHED[k] and k != "Ant-v5"}},
+    15: {k: max(x[0] for x in PUBLISHED[k].values()) for k in MUJOCO},
     60: {k: max(x[0] for x in PUBLISHED[k].values()) for k in MUJOCO},
 }  # fmt: skip
 # The budgets whose target the best snapshot may meet, labelled as such (issue 40: at 60 minutes "the
 # best or the last snapshot"); shorter budgets are judged on the last snapshot alone.
 BEST_COUNTS = {60}
+# What else a row needs to be met (issue 48: "the best policy a budget buys, on every seed"):
+WORST_SHARE = 0.8  # its worst seed within 20% of the target, not only its median at it
+HOLD_SHARE = 0.9  # at an hour, every seed's last snapshot within 10% of the best it kept: no collapse
+MIN_SEEDS = {15: 3, 60: 2}  # seeds a budget's row needs (one seed is luck)
+# Seeds no study saw: a study's trials train the seeds from its base seed (0) up, so the suite's
+# judged runs take theirs from here (python -m benchmarks training --seeds 1000 1001 1002).
+HELD_OUT_FROM = 1000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -155,21 +163,53 @@ def _meets(median: float, target: float) -> bool:
     return median >= target
 
 
+# What a row may lack that only more runs on held-out seeds can give, not better settings.
+SEEDS_ONLY = {"seeds", "held out"}
+
+
+def _judged(row: dict) -> tuple[Literal["last", "best"] | None, dict[str, str]]:
+    """Which snapshot's median meets a row's target (``"last"``, or ``"best"`` where the budget lets a
+    kept best count, :data:`BEST_COUNTS`; None for neither) and what the row still lacks: a phrase
+    by kind (``median``, ``worst``, ``seeds``, ``held out``, ``hold``) that says by how much. A best
+    picked from a curve never counts: it was chosen on the very episodes it reports."""
+    g, target, minutes = row["gymjax"] or {}, row["target"], int(row["minutes"])
+    finals = g.get("final", [])
+    median = common.figure(finals)["median"]
+    snapshot: Literal["last", "best"] | None = "last" if _meets(median, target) else None
+    kept = g["best"] if g.get("best_kept") else None
+    if snapshot is None and minutes in BEST_COUNTS and kept and _meets(common.figure(kept)["median"], target):
+        snapshot = "best"
+    lacks = {}
+    if snapshot is None:
+        lacks["median"] = f"the median {median:,.1f} is {_gap(median, target)} short of {_number(target)}"
+    judged = kept if snapshot == "best" else finals
+    floor = target - (1 - WORST_SHARE) * abs(target)
+    if min(judged) < floor:
+        lacks["worst"] = f"the worst seed's {min(judged):,.1f} is below {WORST_SHARE:g}x the target ({_number(floor)})"
+    if len(finals) < MIN_SEEDS.get(minutes, 1):
+        lacks["seeds"] = f"{len(finals)} seed(s) of the {MIN_SEEDS[minutes]} a {minutes}-minute row needs"
+    seen = [s for s in g.get("seeds", []) if s < HELD_OUT_FROM]
+    if minutes in MIN_SEEDS and seen:
+        lacks["held out"] = f"seed(s) {', '.join(map(str, seen))} may be a study's (held-out seeds start at {HELD_OUT_FROM})"
+    if minutes in BEST_COUNTS and kept:
+        fell = [f"{s} ({last:,.1f} of {best:,.1f})" for s, last, best in zip(g["seeds"], finals, kept)
+                if last < HOLD_SHARE * best]  # fmt: skip
+        if fell:
+            lacks["hold"] = f"seed(s) {', '.join(fell)} ended more than {1 - HOLD_SHARE:.0%} below the best they kept"
+    return snapshot, lacks
+
+
 def _met(row: dict) -> Literal["last", "best", False] | None:
-    """Which snapshot meets a row's target: ``"last"`` (the median final return), ``"best"`` (the
-    median return of the snapshots the runs kept, where the budget lets it count, :data:`BEST_COUNTS`),
-    False for neither; None without a target or a run. A best picked from a curve never counts: it
-    was chosen on the very episodes it reports."""
-    g = row["gymjax"] or {}
-    median = common.figure(g.get("final", []))["median"]
-    if row["target"] is None or median is None:
+    """Which snapshot meets a row's target with nothing lacking (:func:`_judged`): ``"last"`` or
+    ``"best"``; False where something lacks; None without a target or a run."""
+    if row["target"] is None or not (row["gymjax"] or {}).get("final"):
         return None
-    if _meets(median, row["target"]):
-        return "last"
-    best = common.figure(g["best"])["median"] if g.get("best_kept") else None
-    if row["minutes"] in BEST_COUNTS and best is not None and _meets(best, row["target"]):
-        return "best"
-    return False
+    snapshot, lacks = _judged(row)
+    return False if lacks or snapshot is None else snapshot
+
+
+def _gap(value: float, target: float) -> str:
+    return f"{(target - value) / abs(target):.1%}"
 
 
 def _number(x: float) -> str:
@@ -228,9 +268,13 @@ def summary(record: dict) -> list[str]:
             "trained with gymjax's time budget (`--minutes`: compile, evaluations and checkpoints inside it), "
             "median [min to max] over seeds; the best snapshot beside it (the one the run kept by its own "
             "evaluation, on fresh episodes; in records from before runs kept one, the curve's highest, which is "
-            "optimistic). Met: the median final return is at or above the target; at "
+            "optimistic). Met: the median final return is at or above the target (rl-zoo's best algorithm at "
+            f"15 and 60 minutes) and the worst seed at {WORST_SHARE:g}x it or above; at "
             f"{' and '.join(map(str, sorted(BEST_COUNTS)))} minutes the median "
-            "best snapshot may meet it instead, where the runs kept one, and the column says so. "
+            "best snapshot may meet it instead, where the runs kept one, and the column says so, and every "
+            f"seed's last snapshot must be within {1 - HOLD_SHARE:.0%} of its best. A "
+            + ", ".join(f"{m}-minute row needs {n} seeds" for m, n in sorted(MIN_SEEDS.items()))
+            + f", all of them seeds no tuning study saw (from {HELD_OUT_FROM} on). "
             "SB3 PPO here: Stable-Baselines3's PPO "
             "with rl-zoo's settings for the task, on the same env, machine and wall-clock budget (its schedule "
             "is laid over rl-zoo's step count, so a budget ends it mid-schedule). rl-zoo's are its published "
@@ -268,11 +312,13 @@ def missed(results: dict) -> list[str]:
     for r in results["rows"]:
         if _met(r) is not False:
             continue
-        why = " ".join(r["gymjax"]["notes"].values()) or "Not explained yet."
-        median = common.figure(r["gymjax"]["final"])["median"]
+        snapshot, lacks = _judged(r)
+        why = " ".join(r["gymjax"]["notes"].values())
+        if not why:  # a row short of seeds alone says what would close it; a shortfall needs a note
+            why = "What remains is its runs on held-out seeds." if set(lacks) <= SEEDS_ONLY else "Not explained yet."
         lines.append(
-            f"- {r['reference_id']}, {r['minutes']:g} min: {median:,.1f} (best snapshot "
-            f"{show(r['gymjax']['best'], ',.1f')}) against {_number(r['target'])}. {why}"
+            f"- {r['reference_id']}, {r['minutes']:g} min: {show(r['gymjax']['final'], ',.1f')} (best snapshot "
+            f"{show(r['gymjax']['best'], ',.1f')}) against {_number(r['target'])}: {'; '.join(lacks.values())}. {why}"
         )
     return lines
 
