@@ -552,11 +552,22 @@ class _Tracking(Hook):
         for tracker in self.started:
             tracker.after_epoch(progress, metrics)
 
+    def after_checkpoint(self, progress, path):
+        # A training has its run_id on disk from its first checkpoint: from then on its tracker runs
+        # record which training they hold (gymjax.trainers.trackers), so another cannot continue them.
+        untied = [t for t in self.started if t.claim and not t.training_tied]
+        if untied:
+            training = ckpt.read_meta(pathlib.Path(path).parent).get("run_id")
+            for tracker in untied if training else ():
+                tracker.bind_training(training)
+
 
 def _start_trackers(plan: Plan, started: list[trackers.Tracker]) -> None:
     """Starts (or continues the recorded run of) each tracker, appending to ``started`` as it goes,
-    so that the ones already open are closed if a later one fails."""
+    so that the ones already open are closed if a later one fails. Each is tied to the training the
+    directory continues: the run_id of the checkpoint the trainer restored (none in a fresh run)."""
     record = plan.record
+    training = ckpt.read_meta(plan.restore).get("run_id") if plan.restore else None
     params = {"env": record.env, "preset": record.preset or "", "env_kwargs": json.dumps(record.env_kwargs),
               **record.config.to_dict()}
     options = plan.tracker_options
@@ -564,7 +575,7 @@ def _start_trackers(plan: Plan, started: list[trackers.Tracker]) -> None:
         options = dataclasses.replace(options, run_name=plan.directory.path.resolve().name)
     for name in plan.tracker_names:
         try:
-            tracker = trackers.make(name, params, options, record.trackers.get(name))
+            tracker = trackers.make(name, params, options, record.trackers.get(name), training)
             started.append(tracker)
             tracker.start()
         except trackers.TrackerError as e:

@@ -29,6 +29,15 @@ unchecked unless that run has been claimed since. An offline W&B run's claim is 
 offline segments under ``WANDB_DIR``: copies that log offline into different ``WANDB_DIR`` are
 seen by no one until ``wandb sync`` merges them.
 
+A claim tells a copy from a move, not one training from another: a run.json whose ``trackers``
+section was copied from run r into an independent run y holds r's current claim. So a tracker run
+is also tied to the *training* it records, the ``run_id`` that training's checkpoints carry (MLflow:
+tag ``gymjax.training``; W&B: config key ``gymjax.training``), written as soon as the training has
+one (a resume's checkpoint, else its first checkpoint). A resume whose checkpoints are of another
+training, or that has none while the tracker run records one, is refused in one line before
+anything is logged, with the same way out (``--new-tracker-run``). A copy of the directory carries
+the same training, and stays the claim's to tell apart.
+
 Where MLflow keeps artifacts is the store's choice, except for a ``sqlite:///`` store, whose
 default (``./mlruns`` of whichever directory the process runs in) would scatter a run's files: an
 experiment gymjax creates there keeps them beside the store, in ``<store file>-artifacts/<experiment>/``
@@ -60,6 +69,7 @@ NAMES = ("mlflow", "wandb")
 TITLES = {"mlflow": "MLflow", "wandb": "W&B"}
 CLAIM_TAG = "gymjax.claim"  # the claim of the run directory that continues this tracker run
 CLAIM_BEFORE_TAG = "gymjax.claim_before"  # the one it replaces, until run.json holds the new one
+TRAINING_TAG = "gymjax.training"  # the run_id of the training (its checkpoints') this tracker run records
 DEFAULT_PROJECT = "gymjax"
 WANDB_MODES = ("online", "offline")
 TRACKING_URIS = "sqlite:///PATH, http(s)://HOST[:PORT], databricks[://PROFILE] or file:///DIR"
@@ -188,16 +198,21 @@ class Tracker(Hook):
         run_id: str | None = None,
         claim: str | None = None,
         held_claim: str | None = None,
+        training: str | None = None,
     ):
         """``claim``: a run directory's new claim (see the module's docstring), written to the run;
         ``held_claim``: the one its run.json holds, which a continued run's must equal (None: a
-        run.json from before claims, which continues a run never claimed)."""
+        run.json from before claims, which continues a run never claimed); ``training``: the
+        ``run_id`` of the training the directory continues (its checkpoints'), None before its first
+        checkpoint (:meth:`bind_training` gives it then). Both are a run directory's: without a
+        claim nothing is checked or tied."""
         self.params = dict(params or {})
         self.project = project or DEFAULT_PROJECT
         self.run_name = run_name
         self.tags = tuple(tags)
         self.run_id = run_id
         self.claim, self.held_claim = claim, held_claim
+        self.training, self.training_tied = training, False
         self.claim_before = False  # whether the run holds CLAIM_BEFORE_TAG, for before_training to drop
         self.last_step: int | None = None  # steps up to this one are in the tracker already
         self.started = self.closed = False
@@ -240,6 +255,27 @@ class Tracker(Hook):
             f"run.json, and would mix their points; to log it to a new {title} run, resume with "
             f"--new-tracker-run {self.name}"
         )
+
+    def _check_training(self, held: str | None) -> None:
+        """Refuses a run that records another training than the one this directory continues (see the
+        module's docstring); ``held``: the run's TRAINING_TAG, None where it records none yet."""
+        if not self.claim or not held or held == self.training:
+            return
+        title = TITLES[self.name]
+        ours = f"of training {self.training[:8]}" if self.training else "none (it restarts from scratch)"
+        raise TrackerError(
+            f"{title} run {self.run_id} records training {held[:8]} (its {TRAINING_TAG}), but this run "
+            f"directory's checkpoints are {ours}: its run.json's trackers.{self.name} was taken from another "
+            f"run, and continuing would mix their points; to log this run to a new {title} run, resume with "
+            f"--new-tracker-run {self.name}"
+        )
+
+    def bind_training(self, training: str) -> None:
+        """Ties the tracker run to ``training`` (a run_id its checkpoints carry) if not tied yet."""
+        if self.claim and self.started and not self.training_tied:
+            self.training = training
+            self._write_training()
+            self.training_tied = True
 
     def _take_claim(self) -> None:
         """Writes this start's claim to a continued run, keeping the held one valid until run.json has the new."""
@@ -288,6 +324,10 @@ class Tracker(Hook):
     def _drop_claim_before(self) -> None:
         raise NotImplementedError
 
+    def _write_training(self) -> None:
+        """Writes ``self.training`` (TRAINING_TAG) to the run."""
+        raise NotImplementedError
+
 
 # -- MLflow ---------------------------------------------------------------------------------
 
@@ -328,9 +368,14 @@ class MLflowLogger(Tracker):
             if self.run_id is not None:
                 run = self.client.get_run(self.run_id)
                 self._check_claim(run.data.tags.get(CLAIM_TAG), run.data.tags.get(CLAIM_BEFORE_TAG))
+                self._check_training(run.data.tags.get(TRAINING_TAG))
                 self.project = self.client.get_experiment(run.info.experiment_id).name
                 self.client.update_run(self.run_id, status="RUNNING")
                 self._take_claim()
+                self.training_tied = bool(self.claim and run.data.tags.get(TRAINING_TAG))
+                if self.claim and self.training and not self.training_tied:
+                    self._write_training()
+                    self.training_tied = True
                 return
             experiment = self.client.get_experiment_by_name(self.project)
             experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
@@ -338,6 +383,9 @@ class MLflowLogger(Tracker):
             tags = dict(tag.partition("=")[::2] for tag in self.tags)
             if self.claim:
                 tags[CLAIM_TAG] = self.claim
+                if self.training:
+                    tags[TRAINING_TAG] = self.training
+                    self.training_tied = True
             run = self.client.create_run(experiment_id, run_name=self.run_name, tags=tags)
         except self.mlflow.exceptions.MlflowException as e:
             what = f"run {self.run_id}" if self.run_id else f"a run in experiment {self.project!r}"
@@ -360,6 +408,9 @@ class MLflowLogger(Tracker):
 
     def _drop_claim_before(self) -> None:
         self.client.delete_tag(self.run_id, CLAIM_BEFORE_TAG)
+
+    def _write_training(self) -> None:
+        self.client.set_tag(self.run_id, TRAINING_TAG, self.training)
 
     def _last_step(self) -> int | None:
         keys = self.client.get_run(self.run_id).data.metrics
@@ -442,6 +493,7 @@ class WandbLogger(Tracker):
         config = self._held_config() if self.run_id is not None and self.claim else None  # before wandb.init resumes it
         if config is not None:
             self._check_claim(config.get(CLAIM_TAG), config.get(CLAIM_BEFORE_TAG))
+            self._check_training(config.get(TRAINING_TAG))
         try:
             self.run = self.wandb.init(
                 project=self.project, name=self.run_name, tags=list(self.tags) or None, config=self.params,
@@ -451,6 +503,10 @@ class WandbLogger(Tracker):
             raise TrackerError(f"W&B: cannot open a run in project {self.project!r}: {e}") from None
         self.run_id = self.run.id
         self._take_claim()
+        self.training_tied = bool(self.claim and (config or {}).get(TRAINING_TAG))
+        if self.claim and self.training and not self.training_tied:
+            self._write_training()
+            self.training_tied = True
 
     def _held_config(self) -> dict[str, Any] | None:
         """Run ``run_id``'s config as W&B holds it: from the server, or offline from the run's
@@ -477,6 +533,9 @@ class WandbLogger(Tracker):
 
     def _drop_claim_before(self) -> None:
         self.run.config.update({CLAIM_BEFORE_TAG: None}, allow_val_change=True)
+
+    def _write_training(self) -> None:
+        self.run.config.update({TRAINING_TAG: self.training}, allow_val_change=True)
 
     def _last_step(self) -> int | None:
         if self.run.settings._offline:  # W&B cannot say offline: read this run's earlier offline segments
@@ -629,13 +688,17 @@ def tracking_uri(options: TrackerOptions) -> str:
     return uri
 
 
-def make(name: str, params: Mapping[str, Any], options: TrackerOptions, recorded: dict[str, str] | None) -> Tracker:
+def make(
+    name: str, params: Mapping[str, Any], options: TrackerOptions, recorded: dict[str, str] | None,
+    training: str | None = None,
+) -> Tracker:
     """The tracker ``name`` for a run directory: a new tracker run, or the ``recorded`` one continued
-    (unless ``options.new_runs`` names it). Its run is claimed by the directory (see the module's docstring)."""
+    (unless ``options.new_runs`` names it). Its run is claimed by the directory and tied to
+    ``training``, the run_id of the directory's checkpoints (None before any; see the module's docstring)."""
     check(name, options, recorded)  # before the client, which creates a sqlite store: a refusal leaves none behind
     continued = recorded if name not in options.new_runs else None
     kwargs = {"run_name": options.run_name, "tags": options.tags, "claim": uuid.uuid4().hex,
-              "held_claim": continued.get("claim") if continued else None}
+              "held_claim": continued.get("claim") if continued else None, "training": training}
     # A new run stays in the recorded experiment / project unless told otherwise.
     project = (recorded or {}).get(RECORDED_PROJECT[name]) if continued or not options.project else options.project
     if name == "mlflow":

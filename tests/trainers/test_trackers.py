@@ -389,3 +389,74 @@ def test_gymjax_and_its_trainer_never_import_a_tracker():
                          env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(CACHE)})
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
 
+
+
+# -- a tracker run is tied to the training it records ------------------------------------------------
+
+
+def _take_trackers(source, target):
+    """run.json of ``target`` given ``source``'s trackers section, as a user copying it would."""
+    record = json.loads((target / "run.json").read_text())
+    record["trackers"] = json.loads((source / "run.json").read_text())["trackers"]
+    (target / "run.json").write_text(json.dumps(record))
+
+
+def test_another_training_cannot_continue_an_mlflow_run_through_a_copied_trackers_section(tmp_path, monkeypatch):
+    """Issue 51: run r's ``trackers`` copied into an independent run y's run.json held r's current
+    claim, so y's resume logged its points into r's MLflow run without a word, and r's own resume was
+    refused afterwards. The MLflow run records the training (its checkpoints' run_id): y is refused."""
+    needs("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    from gymjax.trainers import checkpoint as ckpt
+
+    monkeypatch.chdir(tmp_path)
+    uri, r, y = f"sqlite:///{tmp_path}/m.db", tmp_path / "r", tmp_path / "y"
+    options = trackers.TrackerOptions(mlflow_tracking_uri=uri)
+    quiet = {"console": False, "progress_bar": False, "video": False}
+    rundir.train(r, ENV, CONFIG, loggers=["mlflow"], tracker_options=options, **quiet)
+    rundir.train(y, ENV, CONFIG.replace(seed=1), **quiet)  # an independent run: its own training
+    client = MlflowClient(uri)
+    run_id = json.loads((r / "run.json").read_text())["trackers"]["mlflow"]["run_id"]
+    training_r = ckpt.read_meta(r / "checkpoints")["run_id"]
+    assert client.get_run(run_id).data.tags[trackers.TRAINING_TAG] == training_r  # tied at its first checkpoint
+    steps = [m.step for m in client.get_metric_history(run_id, "epoch")]
+    assert steps == [EPOCH, 2 * EPOCH]
+
+    _take_trackers(r, y)
+    before = (y / "run.json").read_text()
+    with pytest.raises(SystemExit) as refused:
+        main(["train", "--run-dir", str(y), "--resume", "--timesteps", str(3 * EPOCH), "--quiet", "--no-video",
+              "--mlflow-tracking-uri", uri])
+    message = str(refused.value.code)
+    training_y = ckpt.read_meta(y / "checkpoints")["run_id"]
+    assert "\n" not in message and message.startswith(f"MLflow run {run_id} records training {training_r[:8]}")
+    assert f"checkpoints are of training {training_y[:8]}" in message
+    assert message.endswith("resume with --new-tracker-run mlflow")
+    assert [m.step for m in client.get_metric_history(run_id, "epoch")] == steps  # nothing of y's logged
+    assert client.get_run(run_id).info.status == "FINISHED" and ckpt.step_dirs(y / "checkpoints")[-1] == 2
+    assert (y / "run.json").read_text() == before  # refused before run.json was rewritten
+
+    # r's own resume still continues its run; y, told so, logs to a new run tied to its own training.
+    rundir.train(r, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
+    assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [*steps, 3 * EPOCH]
+    assert main(["train", "--run-dir", str(y), "--resume", "--timesteps", str(3 * EPOCH), "--quiet", "--no-video",
+                 "--mlflow-tracking-uri", uri, "--new-tracker-run", "mlflow"]) == 0
+    new = client.get_run(json.loads((y / "run.json").read_text())["trackers"]["mlflow"]["run_id"])
+    assert new.info.run_id != run_id and new.data.tags[trackers.TRAINING_TAG] == training_y
+
+
+def test_another_training_cannot_continue_a_wandb_run_through_a_copied_trackers_section(tmp_path, offline_wandb):
+    r, y = tmp_path / "r", tmp_path / "y"
+    quiet = {"console": False, "progress_bar": False, "video": False}
+    rundir.train(r, ENV, CONFIG, loggers=["wandb"], **quiet)
+    rundir.train(y, ENV, CONFIG.replace(seed=1), **quiet)
+    run_id = json.loads((r / "run.json").read_text())["trackers"]["wandb"]["run_id"]
+    segments = trackers.offline_segments(offline_wandb, run_id)
+    _take_trackers(r, y)
+    with pytest.raises(rundir.RunDirectoryError, match=r"^W&B run .* records training .*--new-tracker-run wandb$"):
+        rundir.train(y, resume=True, num_timesteps=3 * EPOCH, **quiet)
+    assert trackers.offline_segments(offline_wandb, run_id) == segments  # refused before wandb.init
+    rundir.train(r, resume=True, num_timesteps=3 * EPOCH, **quiet)  # r's own resume continues it
+    segments = trackers.offline_segments(offline_wandb, run_id)
+    assert [step for path in segments for step, _ in trackers.wandb_history(path)] == [EPOCH, 2 * EPOCH, 3 * EPOCH]
