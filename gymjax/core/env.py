@@ -191,7 +191,9 @@ class Env(abc.ABC, Generic[Params]):
 
     Subclasses set ``observation_space`` and ``action_space`` (Gymnasium spaces
     describing one env), ``max_episode_steps`` (the registered time limit) and
-    implement :meth:`reset`, :meth:`step` and :attr:`default_params`.
+    implement :meth:`reset`, :meth:`step` and :attr:`default_params`. Their
+    :meth:`step` and :meth:`step_or_reset` refuse an action whose shape is not
+    ``action_space``'s, when traced (:func:`check_action_shape`).
     """
 
     observation_space: gymnasium.spaces.Space
