@@ -310,7 +310,10 @@ def launch_local(argv: Sequence[str], num_processes: int, grace_s: float = 60.0)
             if p.poll() is None:
                 p.send_signal(signum)
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    # A signal the launcher was started ignoring (a background job's SIGINT) stays ignored, as Python
+    # keeps it: forwarding it would stop the workers the launch meant to shield.
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         _wait_all(procs, grace_s)
     finally:

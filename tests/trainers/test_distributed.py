@@ -379,3 +379,31 @@ def test_a_hook_on_process_zero_stops_every_process_at_its_epoch_and_its_state_i
     assert ckpt.step_dirs(tmp_path)[-1] == stopped
     saved = json.loads((tmp_path / str(stopped) / "hooks" / "metadata").read_text())
     assert saved["hooks"] == [{"index": 0, "class": "EarlyStopping", "state": first["early"]}]
+
+
+def test_a_launcher_started_ignoring_sigint_keeps_ignoring_it(monkeypatch):
+    """A background job's launcher inherits SIGINT ignored: it must not forward a Ctrl-C it was
+    shielded from to its workers (issue 51's inherited ignore, for --local-processes)."""
+    seen = {}
+
+    class Worker:  # a process that has already ended
+        returncode = 0
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def poll(self):
+            return 0
+
+    def wait_all(procs, grace_s):
+        seen.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
+
+    monkeypatch.setattr(distributed.subprocess, "Popen", Worker)
+    monkeypatch.setattr(distributed, "_wait_all", wait_all)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert distributed.launch_local(["train"], 2) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # and left so afterwards
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen[signal.SIGINT] is signal.SIG_IGN and callable(seen[signal.SIGTERM])  # SIGTERM still forwarded
