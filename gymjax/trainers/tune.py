@@ -304,19 +304,7 @@ def _parse_param(name: str, spec: Any, where: str) -> Param:
         raise TuneError(f"{where}: a {kind} range takes {', '.join(sorted(allowed))}, "
                         f"not {', '.join(map(str, extra))}")
     if kind == "categorical":
-        choices = spec.get("choices")
-        if not isinstance(choices, list) or not choices:
-            raise TuneError(f"{where}: expected choices as a non-empty list, got {_short(choices)}")
-        if _is_sizes(name):
-            choices = [tuple(c) if isinstance(c, list) else c for c in choices]
-        scalar = (type(None), bool, int, float, str)
-        for c in choices:
-            if not (isinstance(c, scalar) or (isinstance(c, tuple) and all(isinstance(x, scalar) for x in c))):
-                raise TuneError(f"{where}: expected each choice as null, true/false, a number or a string "
-                                f"(layer sizes as a list of ints), got {_short(c)}")
-        if len(set(map(to_optuna, choices))) != len(choices):
-            raise TuneError(f"{where}: choices repeat a value: {_short(choices)}")
-        return Param("categorical", choices=tuple(choices))
+        return Param("categorical", choices=_parse_choices(name, spec.get("choices"), where))
     hint = typing.get_type_hints(PPOConfig)[name]
     if hint not in (int, float, int | None):
         raise TuneError(f"{where}: the field is not a number: search it as type categorical, "
@@ -340,6 +328,22 @@ def _parse_param(name: str, spec: Any, where: str) -> Param:
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
+
+
+def _parse_choices(name: str, choices: Any, where: str) -> tuple[Any, ...]:
+    """A categorical range's choices, each one Optuna can store (layer sizes as tuples)."""
+    if not isinstance(choices, list) or not choices:
+        raise TuneError(f"{where}: expected choices as a non-empty list, got {_short(choices)}")
+    if _is_sizes(name):
+        choices = [tuple(c) if isinstance(c, list) else c for c in choices]
+    scalar = (type(None), bool, int, float, str)
+    for c in choices:
+        if not (isinstance(c, scalar) or (isinstance(c, tuple) and all(isinstance(x, scalar) for x in c))):
+            raise TuneError(f"{where}: expected each choice as null, true/false, a number or a string "
+                            f"(layer sizes as a list of ints), got {_short(c)}")
+    if len(set(map(to_optuna, choices))) != len(choices):
+        raise TuneError(f"{where}: choices repeat a value: {_short(choices)}")
+    return tuple(choices)
 
 
 def _short(value: Any) -> str:
