@@ -1036,6 +1036,32 @@ def trials_csv(trials: Sequence[optuna.trial.FrozenTrial]) -> str:
     return buffer.getvalue()
 
 
+def _seeds_figure(study: optuna.Study) -> Any:
+    """Each trial's seeds, a dot each, beside its value: which settings hold on every seed, and
+    which win on one (what a single-seed study cannot show)."""
+    import matplotlib.pyplot as plt
+
+    trials = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("returns")]
+    setup = study.user_attrs.get(SETUP_ATTR, {})
+    _, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(trials) + 2), 4))
+    for t in trials:
+        returns = t.user_attrs["returns"]
+        ax.scatter([t.number] * len(returns), returns, s=14, color="C0", alpha=0.7, zorder=2)
+        if t.value is not None and t.state.name == "COMPLETE":
+            ax.scatter([t.number], [t.value], marker="_", s=300, color="C3", zorder=3)
+    ax.scatter([], [], s=14, color="C0", label="a seed's last evaluation return")
+    ax.scatter([], [], marker="_", s=300, color="C3", label=f"the trial's value ({setup.get('objective', 'mean')})")
+    yardstick = [t.number for t in trials if "yardstick" in t.user_attrs]
+    for number in yardstick:
+        ax.axvline(number, color="gray", lw=0.8, ls=":", label="the base config (yardstick)")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("return")
+    ax.set_title(f"{study.study_name}: every seed of every trial that finished its runs", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax  # as Optuna's plots return theirs: _plots takes the figure from it
+
+
 def _plots(out: pathlib.Path, study: optuna.Study) -> list[str]:
     optuna = import_optuna()
     import matplotlib
@@ -1046,6 +1072,8 @@ def _plots(out: pathlib.Path, study: optuna.Study) -> list[str]:
 
     complete = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
     figures = [("optimization_history.png", plots.plot_optimization_history)]
+    if any(len(t.user_attrs.get("returns", [])) > 1 for t in study.get_trials(deepcopy=False)):
+        figures.append(("seeds.png", _seeds_figure))
     lines = []
     if complete >= 2:
         figures.append(("param_importances.png", plots.plot_param_importances))

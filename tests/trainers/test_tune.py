@@ -172,6 +172,7 @@ def test_a_trial_trains_each_seed_and_reports_their_objective(tmp_path, space_fi
         ("0 1", *t.user_attrs["returns"], "yes" if t.number == 0 else "") for t in study.trials
     ]
     assert "min return" in json.loads((tmp_path / "out" / "best_preset.json").read_text())["origin"]
+    assert (tmp_path / "out" / "seeds.png").read_bytes()[:4] == b"\x89PNG"  # every seed of every trial
 
     # Continued with the same flags: the yardstick is in the study, so one new trial is searched.
     assert main([*flags[:flags.index("--n-trials")], "--n-trials", "1", *flags[flags.index("--n-trials") + 2:]]) == 0
