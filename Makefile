@@ -15,11 +15,13 @@ run: install
 demo: install
 	$(PY) -m gymjax demo --env JaxAnt-v0 --num-envs 256 --steps 100 --out runs/demo
 
-# Two passes: the suite on one worker a core (xdist; a file's tests stay on one worker, which compiles
+# Lint first (ruff, [tool.ruff] in pyproject.toml): a finding fails the target before any test runs.
+# Then two passes: the suite on one worker a core (xdist; a file's tests stay on one worker, which compiles
 # its shared envs once), then the cases marked `serial`, which time themselves or run several
 # processes of their own and would be starved by the other worker: one after another on one worker,
 # with the few that can run beside them on the other worker (tests/conftest.py).
 test: install
+	$(PY) -m ruff check .
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not slow and not serial"
 	$(PY) -m pytest -n 2 --dist loadgroup -m "serial and not slow"
 

@@ -32,7 +32,10 @@ class OptionalBuild(build_ext):
             self.extensions = []
             return
         for ext in self.extensions:
-            ext.include_dirs += [os.path.join(os.path.dirname(jaxlib.__file__), "include"), os.path.join(mujoco_dir, "include")]
+            ext.include_dirs += [
+                os.path.join(os.path.dirname(jaxlib.__file__), "include"),
+                os.path.join(mujoco_dir, "include"),
+            ]
             ext.library_dirs += [mujoco_dir]
             ext.libraries += [f":{library}"]
 

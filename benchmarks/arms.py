@@ -95,7 +95,9 @@ def task_of(name: str) -> tuple[str, str | None]:
     return name, presets.get(name).name if name in {p.env_id for p in presets.PRESETS} else None
 
 
-def arms_for(task: str, env_kwargs: dict[str, Any] | None = None, changes: dict[str, Any] | None = None) -> dict[str, Arm]:
+def arms_for(
+    task: str, env_kwargs: dict[str, Any] | None = None, changes: dict[str, Any] | None = None
+) -> dict[str, Arm]:
     """Every arm for ``task`` (an env id or a preset name), by name; ``changes`` (PPOConfig fields) are
     laid over the preset of the arms that train with it (a trial of other settings)."""
     from gymjax.trainers.ppo import PPOConfig
@@ -114,14 +116,16 @@ def arms_for(task: str, env_kwargs: dict[str, Any] | None = None, changes: dict[
     zoo_id, zoo = zoo_settings(reference_id(env_id)) if zoo_missing is None else ("rl-zoo", {})
     table = [
         Arm("gymjax", "gymjax", env_id, f"gymjax PPO, {ours}, {env_id}", config.to_dict(), env_kwargs=kw),
-        Arm("gymjax_defaults", "gymjax", env_id, f"gymjax PPO defaults, {env_id}", PPOConfig().to_dict(), env_kwargs=kw),
+        Arm("gymjax_defaults", "gymjax", env_id, f"gymjax PPO defaults, {env_id}", PPOConfig().to_dict(),
+            env_kwargs=kw),
         Arm("sb3", "sb3", env_id, f"SB3 PPO, rl-zoo {zoo_id} settings, Gymnasium {reference_id(env_id)}", zoo,
             missing=zoo_missing),
         Arm("sb3_jax", "sb3", env_id, f"SB3 PPO, rl-zoo {zoo_id} settings, {env_id} via SB3VecEnv", zoo, True, kw,
             missing=zoo_missing),
         Arm("brax", "brax", env_id, f"Brax PPO, {'Brax' if env_id in BRAX_SETTINGS else ours} settings, {env_id}",
             BRAX_SETTINGS.get(env_id) or brax_settings(config), env_kwargs=kw),
-        Arm("brax_gymjax", "brax", env_id, f"Brax PPO, {ours} settings, {env_id}", brax_settings(config), env_kwargs=kw),
+        Arm("brax_gymjax", "brax", env_id, f"Brax PPO, {ours} settings, {env_id}", brax_settings(config),
+            env_kwargs=kw),
     ]  # fmt: skip
     try:
         like_sb3 = gymjax_like_sb3(zoo)
@@ -129,7 +133,8 @@ def arms_for(task: str, env_kwargs: dict[str, Any] | None = None, changes: dict[
         like_sb3 = None  # rl-zoo's entry uses what gymjax PPO does not have (a clip-range schedule, ...)
     if like_sb3 is not None and zoo_missing is None:
         table += [
-            Arm("gymjax_sb3", "gymjax", env_id, f"gymjax PPO, SB3's settings and policy, {env_id}", like_sb3, env_kwargs=kw),
+            Arm("gymjax_sb3", "gymjax", env_id, f"gymjax PPO, SB3's settings and policy, {env_id}", like_sb3,
+                env_kwargs=kw),
             Arm("gymjax_sb3_tanh", "gymjax", env_id, f"gymjax PPO, SB3's settings, tanh-normal policy, no reward "
                 f"norm., {env_id}", like_sb3 | {"policy_distribution": "tanh_normal", "normalize_rewards": False},
                 env_kwargs=kw),
@@ -232,7 +237,8 @@ def gymjax_like_sb3(zoo: dict) -> dict:
     from gymjax.trainers.ppo import PPOConfig
 
     h = {"n_envs": 1, "n_steps": 2048, "batch_size": 64, "n_epochs": 10, "learning_rate": 3e-4, "gamma": 0.99,
-         "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5} | zoo  # fmt: skip
+         "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.0, "vf_coef": 0.5,
+         "max_grad_norm": 0.5} | zoo  # fmt: skip
     other = sorted(set(h) - {*PPO_FIELDS, "n_envs", "n_steps", "batch_size", "n_epochs", "n_timesteps", "normalize",
                              "policy"})  # fmt: skip
     if other or isinstance(h["clip_range"], str) or h.get("normalize", False) not in (True, False):
@@ -327,7 +333,9 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
     # A wall-clock budget without a step count is gymjax's own time budget (``train(minutes=)``): the
     # run's steps are chosen on this machine and its schedule laid over them, counted from the
     # launch; the deadline hook stays as the harness's limit for every arm.
-    timed = {"minutes": run["budget_s"] / 60, "started_at": run["launched"]} if run["budget_s"] and not run["steps"] else {}
+    timed = (
+        {"minutes": run["budget_s"] / 60, "started_at": run["launched"]} if run["budget_s"] and not run["steps"] else {}
+    )
     _, _, metrics = train(config, gymjax.make(arm.env_id, **arm.env_kwargs), hooks=[Deadline()], progress_bar=True,
                           policy_params_fn=lambda steps, _, params: snaps.add(
                               steps, jax.device_get(params), evaluated.pop(steps, None)),
@@ -412,7 +420,8 @@ def brax_adapter(env):
                           terminated=state.done > 0, truncated=jnp.bool_(False), info=state.info["gymjax"])  # fmt: skip
             nxt = env.step(inner, action)
             return state.replace(pipeline_state=nxt.env_state, obs=nxt.obs, reward=nxt.reward,
-                                 done=nxt.terminated.astype(jnp.float32), info={**state.info, "gymjax": nxt.info})  # fmt: skip
+                                 done=nxt.terminated.astype(jnp.float32),
+                                 info={**state.info, "gymjax": nxt.info})  # fmt: skip
 
         observation_size = property(lambda self: env.observation_space.shape[0])
         action_size = property(lambda self: env.action_space.shape[0])

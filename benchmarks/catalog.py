@@ -53,7 +53,13 @@ from tqdm import tqdm
 import gymjax
 from benchmarks import common, envpool_xla
 from benchmarks.throughput import (
-    THREADS, action_batches, action_cycle, batch_ceiling, envpool_env, training_scan, vector_env,
+    THREADS,
+    action_batches,
+    action_cycle,
+    batch_ceiling,
+    envpool_env,
+    training_scan,
+    vector_env,
 )  # fmt: skip
 
 STACKS = ("gymjax VectorEnv", "gymjax in jit", "EnvPool", "EnvPool xla", "batch ceiling", "MJX")
@@ -630,7 +636,8 @@ def markdown(record: dict) -> list[str]:
         (
             "Where a stack is below its bar (issue 42's: the VectorEnv at 0.8 x EnvPool at N=16 and 1 x at "
             "N=256, the in-jit stack at 1 x EnvPool's xla() where it runs; the in-jit stack's other bar, within 10% "
-            "of the batch ceiling at N=256, is the table's in jit / ceiling column), its gap to the peer split by layer from the medians "
+            "of the batch ceiling at N=256, is the table's in jit / ceiling column), its gap to the peer split "
+            "by layer from the medians "
             "above (ms per batch step = N / steps/s): **physics**, MuJoCo's batch engine alone (the batch "
             "ceiling) against the peer's whole step; **call**, the in-jit stack beyond the ceiling (JAX, the FFI "
             "call, observation, reward, auto-reset); **adapter**, the VectorEnv beyond the in-jit stack (dispatch, "

@@ -315,7 +315,9 @@ def write(
     return paths
 
 
-def stack_bars(ax, blocks: Mapping[str, dict], stacks: tuple[str, ...], colors: Mapping[str, str] | None = None) -> None:
+def stack_bars(
+    ax, blocks: Mapping[str, dict], stacks: tuple[str, ...], colors: Mapping[str, str] | None = None
+) -> None:
     """Grouped bars on ``ax``: per block of :func:`interleaved` (one per N), each stack's median with its
     min-max spread as the error bar; a stack missing from a block has no bar there."""
     width = 0.8 / len(stacks)

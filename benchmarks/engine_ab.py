@@ -91,12 +91,14 @@ def main() -> None:
     for r in range(args.rounds):
         for preset in args.presets:
             for label, checkout in (("base", args.base), ("native", HERE)):
-                record = {"round": r, "preset": preset, "checkout": label, **run(checkout, preset, args.epochs, overrides)}
+                record = {"round": r, "preset": preset, "checkout": label,
+                          **run(checkout, preset, args.epochs, overrides)}
                 records.append(record)
                 print(json.dumps(record), flush=True)
     summary = {}
     for preset in args.presets:
-        ran = {label: [x for x in records if x["preset"] == preset and x["checkout"] == label] for label in ("base", "native")}
+        ran = {label: [x for x in records if x["preset"] == preset and x["checkout"] == label]
+               for label in ("base", "native")}
         rate = {label: statistics.median(x["sps"] for x in xs) for label, xs in ran.items()}
         env = {label: statistics.median(x["env_sps"] for x in xs) for label, xs in ran.items()}
         # µs per env step: the epoch's, the env's alone, and the rest (the policy and the updates)
@@ -112,7 +114,8 @@ def main() -> None:
         "",
         f"Command: `python -m benchmarks.engine_ab --base <checkout of {base_commit.strip()[:10]}> "
         f"--presets {' '.join(args.presets)} --rounds {args.rounds} --epochs {args.epochs}"
-        f"{' --set ' + ' '.join(args.set) if args.set else ''}{'' if args.stem == 'engine_ab' else ' --stem ' + args.stem}`, "
+        f"{' --set ' + ' '.join(args.set) if args.set else ''}"
+        f"{'' if args.stem == 'engine_ab' else ' --stem ' + args.stem}`, "
         f"{time.strftime('%Y-%m-%d')}, this checkout at {ours_commit.strip()[:10]} (+ uncommitted changes if any).",
         "",
         f"Machine: {os.cpu_count()}-core CPU (the developers' 2-core machine, shared; the load is beside each "

@@ -90,7 +90,8 @@ def _train_refused() -> str:
     from gymjax.trainers.ppo import PPOConfig, train
 
     try:
-        train(PPOConfig(num_timesteps=1024, num_envs=8), gymjax.make("JaxHopper-v0", engine="mujoco"), progress_bar=False)
+        train(PPOConfig(num_timesteps=1024, num_envs=8), gymjax.make("JaxHopper-v0", engine="mujoco"),
+              progress_bar=False)
     except ValueError as e:
         return f"refused: {e}"
     return "trained"
@@ -112,7 +113,7 @@ def vec(sizes: tuple[int, ...], rounds: int, round_s: float) -> dict:
         chosen = gymnasium.make_vec("JaxAnt-v0", num_envs=n)
         auto = chosen.unwrapped.session.base.engine
         chosen.close()
-        builders = {e: (lambda e=e: vec_env(n, e)) for e in ("mujoco", "mjx")}
+        builders = {e: (lambda e=e, n=n: vec_env(n, e)) for e in ("mujoco", "mjx")}
         out[f"N={n}"] = {"auto": auto, **_timed(builders, rounds, round_s, f"make_vec N={n}")}
     return out
 
@@ -134,7 +135,7 @@ def scan(sizes: dict, rounds: int, round_s: float) -> dict:
     out = {}
     for env_id, ns in sizes.items():
         for n in ns:
-            builders = {"mjx": lambda: training_scan(n, env_id, engine="mjx")}
+            builders = {"mjx": lambda n=n, env_id=env_id: training_scan(n, env_id, engine="mjx")}
             out[f"{env_id} N={n}"] = _timed(builders, rounds, round_s, f"{env_id} N={n}")
     return out
 
@@ -143,14 +144,16 @@ def ppo(minutes: float, num_envs: int, env_id: str = "JaxAnt-v0", engine: str = 
     import gymjax
     from gymjax.trainers.ppo import PPOConfig, train
 
-    config = PPOConfig.preset("JaxAnt-v0").replace(num_envs=num_envs, num_minibatches=32, update_epochs=4, unroll_length=16,
-                                     num_evals=4, num_eval_envs=128)
+    config = PPOConfig.preset("JaxAnt-v0").replace(num_envs=num_envs, num_minibatches=32, update_epochs=4,
+                                                   unroll_length=16, num_evals=4, num_eval_envs=128)
     curve, sps = [], []
     start = time.perf_counter()
     try:
         _, _, metrics = train(config, gymjax.make(env_id, engine=engine), minutes=minutes, progress_bar=True,
-                              progress_fn=lambda step, m: (curve.append((int(step), float(m.get("eval/episode_return", float("nan"))))),
-                                                                  sps.append(m.get("sps", float("nan")))))
+                              progress_fn=lambda step, m: (
+                                  curve.append((int(step), float(m.get("eval/episode_return", float("nan"))))),
+                                  sps.append(m.get("sps", float("nan"))),
+                              ))
     except Exception as e:  # noqa: BLE001
         return {"ok": False, "error": common.one_line(e), "s": time.perf_counter() - start}
     wall = time.perf_counter() - start
@@ -208,8 +211,10 @@ def summary(results: dict) -> list[str]:
             lines.append(f"- `{name}`: {said}")
     if "single" in results and "stacks" in results["single"]:
         stacks, theirs = results["single"]["stacks"], results["single"]["stacks"].get("Gymnasium Hopper-v5")
-        cells = [f"{name} {_rate(f)}" + (f" ({f['median'] / theirs['median']:.2f}x)" if theirs and f is not theirs else "")
-                 for name, f in stacks.items()]
+        cells = [
+            f"{name} {_rate(f)}" + (f" ({f['median'] / theirs['median']:.2f}x)" if theirs and f is not theirs else "")
+            for name, f in stacks.items()
+        ]
         failed = [f"{name} failed: {e}" for name, e in results["single"]["failed"].items()]
         lines.append(f"- one env, steps/s (load {common.load_range(results['single']['load_1min_rounds'])}): "
                      + "; ".join(cells + failed))

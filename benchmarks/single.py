@@ -250,7 +250,9 @@ def summary(record: dict) -> list[str]:
 
 def markdown(record: dict) -> list[str]:
     results = record["results"]
-    failed = [f"- {_short(i)}, {what}: `{why}`" for i, e in results["tasks"].items() for what, why in e["failed"].items()]
+    failed = [
+        f"- {_short(i)}, {what}: `{why}`" for i, e in results["tasks"].items() for what, why in e["failed"].items()
+    ]
     misses = [
         f"- **{_short(i)}** {e['ratio']:.2f} x (target {e['target']:.1f}): of our "
         f"{e['split_us'][OURS]:,.0f} µs a step, {e['split_us'][PHYSICS]:,.0f} µs are the physics, "

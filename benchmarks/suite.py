@@ -1,4 +1,5 @@
-"""The suite: what gymjax PPO reaches on each MuJoCo and classic-control task in a wall-clock budget, beside the published.
+"""The suite: what gymjax PPO reaches on each MuJoCo and classic-control task in a wall-clock budget,
+beside the published.
 
     python -m benchmarks training --env half_cheetah hopper walker2d swimmer --arms gymjax \\
         --minutes 15 --seeds 0 --stem suite_15min
@@ -13,9 +14,9 @@ Each training record holds, per task, the curve of every seed: the return on Gym
 from the process launch (compile included); a gymjax arm given ``--minutes`` and no step count
 trains with gymjax's time budget (``train(minutes=)``). This command reads those records and sets
 each task's final return at its budget beside rl-baselines3-zoo's published results
-(:data:`PUBLISHED`: one run each, on MuJoCo ``-v3`` and classic control's current versions, after the steps shown) and the targets the
-suite is held to (:data:`TARGETS`). Records are read in the order given: a later one adds seeds to an
-earlier one's runs of the same settings, or replaces runs of other settings (a preset retuned), and
+(:data:`PUBLISHED`: one run each, on MuJoCo ``-v3`` and classic control's current versions, after the steps
+shown) and the targets the suite is held to (:data:`TARGETS`). Records are read in the order given: a later
+one adds seeds to an earlier one's runs of the same settings, or replaces runs of other settings (a preset retuned), and
 the report lists what it replaced.
 """
 
@@ -190,7 +191,9 @@ def _judged(row: dict) -> tuple[Literal["last", "best"] | None, dict[str, str]]:
         lacks["seeds"] = f"{len(finals)} seed(s) of the {MIN_SEEDS[minutes]} a {minutes}-minute row needs"
     seen = [s for s in g.get("seeds", []) if s < HELD_OUT_FROM]
     if minutes in MIN_SEEDS and seen:
-        lacks["held out"] = f"seed(s) {', '.join(map(str, seen))} may be a study's (held-out seeds start at {HELD_OUT_FROM})"
+        lacks["held out"] = (
+            f"seed(s) {', '.join(map(str, seen))} may be a study's (held-out seeds start at {HELD_OUT_FROM})"
+        )
     if minutes in BEST_COUNTS and kept:
         fell = [f"{s} ({last:,.1f} of {best:,.1f})" for s, last, best in zip(g["seeds"], finals, kept)
                 if last < HOLD_SHARE * best]  # fmt: skip
@@ -256,7 +259,8 @@ def superseded(results: dict) -> list[str]:
     return [
         f"- {s['reference_id']}, {s['minutes']:g} min, {s['kind']}, {len(s['seeds'])} seed(s) in "
         f"{', '.join(s['records'])}: final {show(s['final'], ',.1f')}, best {show(s['best'], ',.1f')}; "
-        f"replaced by {s['by']} ({'; '.join(change(k, v) for k, v in sorted(s['changed'].items())) or 'the same settings, run again'})"
+        f"replaced by {s['by']} "
+        f"({'; '.join(change(k, v) for k, v in sorted(s['changed'].items())) or 'the same settings, run again'})"
         for s in results.get("superseded", [])
     ]
 
@@ -264,7 +268,8 @@ def superseded(results: dict) -> list[str]:
 def summary(record: dict) -> list[str]:
     return [
         (
-            "Return on Gymnasium's own env (`*-v5` for MuJoCo), 10 deterministic episodes, of the last snapshot of a run "
+            "Return on Gymnasium's own env (`*-v5` for MuJoCo), 10 deterministic episodes, of the last snapshot "
+            "of a run "
             "trained with gymjax's time budget (`--minutes`: compile, evaluations and checkpoints inside it), "
             "median [min to max] over seeds; the best snapshot beside it (the one the run kept by its own "
             "evaluation, on fresh episodes; in records from before runs kept one, the curve's highest, which is "

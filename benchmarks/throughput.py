@@ -3,7 +3,8 @@
     python -m benchmarks throughput                        # every stack, its group's sizes (~1 h on 2 cores)
     python -m benchmarks throughput --group adapters       # SB3 and PettingZoo adapters against their peers
     python -m benchmarks throughput --name throughput-ceiling --interleave --profile --sizes 256 \\
-        --rounds 7 --round-seconds 0.6 --stacks "host pool" rollout "VectorEnv (mujoco)" "SB3VecEnv, JaxAnt-v0 (mujoco)" EnvPool
+        --rounds 7 --round-seconds 0.6 --stacks "host pool" rollout "VectorEnv (mujoco)" \\
+        "SB3VecEnv, JaxAnt-v0 (mujoco)" EnvPool
     python -m benchmarks throughput --quick --out /tmp/bench   # a smoke run (N=4, no MJX): never into results/
 
 One table of stacks (:data:`STACKS`): gymjax's JaxAnt-v0 as the bare jitted step,
@@ -586,7 +587,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interleave", action="store_true", help="time the stacks of each N in alternation, in one process")
     p.add_argument("--profile", action="store_true", help="where a VectorEnv step's time goes, at each N")
     p.add_argument("--quick", action="store_true", help="a smoke run: N=4, no MJX or Brax, short rounds (needs --out)")
-    p.add_argument("--rounds", type=int, help=f"timed rounds per figure (default {FULL['rounds']}; quick {QUICK['rounds']})")
+    p.add_argument("--rounds", type=int,
+                   help=f"timed rounds per figure (default {FULL['rounds']}; quick {QUICK['rounds']})")
     p.add_argument("--round-seconds", type=float, help=f"seconds per stack per round (default {FULL['round_s']})")
     p.add_argument("--without", nargs="+", default=[], choices=sorted(PEERS), metavar="PEER",
                    help="treat these peers as not installed, so they are reported skipped")

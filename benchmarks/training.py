@@ -26,7 +26,8 @@ Brax 0.14.2 calls ``jax.device_put_replicated``, which JAX 0.10 removed, so the 
 under another interpreter (``--brax-python``, or ``$GYMJAX_BRAX_PYTHON``) whose venv pins an
 older JAX; without one it is reported skipped. That venv, from the repository root:
 
-    python -m venv .venv-brax && .venv-brax/bin/pip install "brax==0.14.2" "jax<0.10" "jaxlib<0.10" gymnasium imageio tqdm
+    python -m venv .venv-brax && .venv-brax/bin/pip install "brax==0.14.2" "jax<0.10" "jaxlib<0.10" \\
+        gymnasium imageio tqdm
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="PPOConfig fields laid over the preset of the gymjax arms, to try other settings "
                         "(e.g. update_epochs=5 learning_rate=1e-3)")  # fmt: skip
     p.add_argument("--brax-python", default=os.environ.get("GYMJAX_BRAX_PYTHON"),
-                   help="interpreter of a venv with Brax 0.14.2 and jax<0.10 (default: $GYMJAX_BRAX_PYTHON)")  # fmt: skip
+                   help="interpreter of a venv with Brax 0.14.2 and jax<0.10 "
+                        "(default: $GYMJAX_BRAX_PYTHON)")  # fmt: skip
     p.add_argument(
         "--timeout", type=float, help="seconds per run before it is killed (default: budget + 10 min, or 1 h)"
     )
@@ -160,7 +162,10 @@ def title(settings: dict) -> str:
     budget = [f"{settings['steps']:,} steps"] if settings.get("steps") else []
     budget += [f"{settings['minutes']:g} min"] if settings.get("minutes") else []
     seeds = len(settings["seeds"])
-    return f"Training: {', '.join(settings['env'])}, {', '.join(budget or ['own budgets'])}, {seeds} seed{'s' * (seeds > 1)}"
+    return (
+        f"Training: {', '.join(settings['env'])}, {', '.join(budget or ['own budgets'])}, "
+        f"{seeds} seed{'s' * (seeds > 1)}"
+    )
 
 
 # -- the runner -----------------------------------------------------------------------------------
@@ -190,9 +195,10 @@ def run_all(args: argparse.Namespace, tasks: dict) -> dict:
     for task, table in tasks.items():
         arms = {name: table[name] for name in args.arms}
         first = next(iter(arms.values()))
-        entry = results["tasks"][task] = {"env_id": first.env_id, "reference_id": first.reference_id,
-                                          "target": args.target if args.target is not None else target_of(first.reference_id),
-                                          "arms": {}}  # fmt: skip
+        entry = results["tasks"][task] = {
+            "env_id": first.env_id, "reference_id": first.reference_id,
+            "target": args.target if args.target is not None else target_of(first.reference_id), "arms": {},
+        }  # fmt: skip
         for name, arm in arms.items():
             skipped = arm.missing or (brax_skip if arm.kind == "brax" else None)
             entry["arms"][name] = {"label": arm.label, "kind": arm.kind, "settings": arm.settings, "skipped": skipped,
@@ -262,7 +268,8 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
     done = common.run_process([run.python, "-m", "benchmarks.arms", "train", str(path)], timeout, poll=poll)
     settings_file = run.directory / "settings.json"
     result = {"seed": run.seed, "load_1min": [load, os.getloadavg()[0]], "snapshots": len(snapshots),
-              "error": done.error, "settings": json.loads(settings_file.read_text()) if settings_file.exists() else None}  # fmt: skip
+              "error": done.error,
+              "settings": json.loads(settings_file.read_text()) if settings_file.exists() else None}  # fmt: skip
     if snapshots:
         first, last = snapshots[0], snapshots[-1]
         rate = (
@@ -317,7 +324,8 @@ def arm_row(arm: dict, target: float | None) -> str:
     hits = [reached(r["curve"], target) for r in runs]
     hit = [h for h in hits if h]
     return (
-        f"| {arm['label']} | {len(runs)} | {show([r['env_steps'] for r in runs])} | {show([r['wall_s'] for r in runs])} "
+        f"| {arm['label']} | {len(runs)} | {show([r['env_steps'] for r in runs])} "
+        f"| {show([r['wall_s'] for r in runs])} "
         f"| {show([r['steps_per_s'] for r in runs if r.get('steps_per_s')])} "
         f"| {show([r['curve'][-1]['return'] for r in runs], ',.1f')} "
         f"| {show([r['best']['return'] for r in runs if r.get('best')], ',.1f')} "

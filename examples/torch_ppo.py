@@ -272,7 +272,9 @@ def train(args: Args, log: Callable[[dict[str, float]], None] | None = None) -> 
     if args.num_iterations < 1:
         raise ValueError(f"total_timesteps must be at least num_envs * num_steps = {args.batch_size}")
     if args.batch_size % args.num_minibatches:
-        raise ValueError(f"num_envs * num_steps ({args.batch_size}) must divide into {args.num_minibatches} minibatches")
+        raise ValueError(
+            f"num_envs * num_steps ({args.batch_size}) must divide into {args.num_minibatches} minibatches"
+        )
     if args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
@@ -367,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
         def log(metrics):
             bar.update(1)
             bar.set_postfix(
-                ret=f"{metrics['episode/return']:.1f}", sps=f"{metrics['sps']:.0f}", kl=f"{metrics['losses/approx_kl']:.3f}"
+                ret=f"{metrics['episode/return']:.1f}",
+                sps=f"{metrics['sps']:.0f}",
+                kl=f"{metrics['losses/approx_kl']:.3f}",
             )
 
         result = train(args, log)

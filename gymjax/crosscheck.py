@@ -149,7 +149,9 @@ def collect(env_id: str, num_envs: int, steps: int, max_episode_steps: int, seed
         final = vec.unwrapped.jax_state.autoreset.final_episode
         for i in np.flatnonzero(done):
             episodes["gymjax"].append((int(i), t, float(final.episode_return[i]), int(final.episode_length[i])))
-            episodes["gymnasium_stats"].append((int(i), t, float(info["episode"]["r"][i]), int(info["episode"]["l"][i])))
+            episodes["gymnasium_stats"].append(
+                (int(i), t, float(info["episode"]["r"][i]), int(info["episode"]["l"][i]))
+            )
         obs = nxt
 
         sb3_record["obs"].append(sb3_obs)
@@ -306,7 +308,9 @@ def format_table(checks: list[Check]) -> str:
     width = max(len(c.name) for c in checks)
     lines = [f"{'check'.ljust(width)}  result  max diff     tolerance", "-" * (width + 38)]
     for c in checks:
-        lines.append(f"{c.name.ljust(width)}  {'PASS' if c.passed else 'FAIL'}    {c.max_diff:<11.4g}  {c.tolerance:.0e}")
+        lines.append(
+            f"{c.name.ljust(width)}  {'PASS' if c.passed else 'FAIL'}    {c.max_diff:<11.4g}  {c.tolerance:.0e}"
+        )
         if c.detail:
             lines.append(f"{''.ljust(width)}  {c.detail}")
     return "\n".join(lines)

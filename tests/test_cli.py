@@ -101,7 +101,8 @@ def test_demo_takes_env_options_and_refuses_wrong_ones(tmp_path, capsys):
     assert not out.exists()  # no video asked for, nothing written
     # CartPole has no MJX solver: refused in one line naming what it takes, before anything is stepped
     with pytest.raises(SystemExit, match=r"^cannot make JaxCartPole-v0 with \{'solver': 'fast'\}: JaxCartPole-v0 has "
-                                         r"no option 'solver' \(an unexpected keyword argument 'solver'\); its options are "
+                                         r"no option 'solver' \(an unexpected keyword argument 'solver'\); "
+                                         r"its options are "
                                          r"\['sutton_barto_reward'\]$"):
         main(["demo", "--env", "JaxCartPole-v0", "--env-kwargs", "solver=fast", "--out", str(out)])
     assert "env steps" not in capsys.readouterr().out

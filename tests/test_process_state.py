@@ -121,7 +121,10 @@ def test_a_users_own_script_named_gymjax_keeps_its_ctrl_c(tmp_path):
     assert proc.stdout.readline() == "ready\n", proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), (proc.returncode, err[-2000:])
+    assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), (
+        proc.returncode,
+        err[-2000:],
+    )
 
 
 def test_the_guard_and_training_leave_an_ignored_sigint_ignored():
@@ -201,7 +204,10 @@ def test_ctrl_c_during_eval_ends_it_with_130_and_one_line(hopper_run, after_s):
     out, err = proc.communicate(timeout=120)
     if after_s == "result" and proc.returncode == 0:
         return  # it had ended before the Ctrl-C arrived
-    assert proc.returncode == 130 and err.rstrip().splitlines()[-1:] == ["gymjax: interrupted"], (proc.returncode, err[-3000:])
+    assert proc.returncode == 130 and err.rstrip().splitlines()[-1:] == ["gymjax: interrupted"], (
+        proc.returncode,
+        err[-3000:],
+    )
     assert err.count("gymjax: interrupted") == 1 and "Traceback" not in err and "Fatal" not in err, err[-3000:]
 
 

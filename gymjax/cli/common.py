@@ -53,7 +53,9 @@ nonnegative_int = _int_at_least(0, "an integer >= 0")
 DEFAULT_ENV = "JaxAnt-v0"
 
 
-def add_env(parser: argparse.ArgumentParser, default: str | None = DEFAULT_ENV, default_help: str = "%(default)s") -> None:
+def add_env(
+    parser: argparse.ArgumentParser, default: str | None = DEFAULT_ENV, default_help: str = "%(default)s"
+) -> None:
     parser.add_argument("--env", default=default, help=f"registered id (default: {default_help})")
     parser.add_argument("--env-kwargs", nargs="*", default=[], metavar="KEY=VALUE",
                         help="env options, JSON values or bare words, e.g. engine=mujoco or solver=fast")

@@ -238,7 +238,9 @@ def train_command(args: argparse.Namespace) -> int:
     except rundir.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
     checkpoints = args.run_dir / rundir.CHECKPOINTS
-    resume_hint = f"gymjax train --run-dir {shlex.quote(str(args.run_dir))} --resume" + distributed.same_processes_flags()
+    resume_hint = (
+        f"gymjax train --run-dir {shlex.quote(str(args.run_dir))} --resume" + distributed.same_processes_flags()
+    )
     try:
         rundir.run(plan, console=not args.quiet, progress_bar=not args.quiet, started_at=started_at)
     except rundir.RunDirectoryError as e:

@@ -24,6 +24,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gymjax.envs import external  # names only: no collection is imported
+
 if TYPE_CHECKING:
     from gymjax.core import Env
 
@@ -251,7 +253,8 @@ def _engine(kwargs: dict[str, Any]) -> dict[str, Any]:
 _MUJOCO = "gymjax.envs.mujoco"
 _CLASSIC = "gymjax.envs.classic"
 register("JaxAnt-v0", f"{_MUJOCO}.ant:Ant", max_episode_steps=1000, reference_id="Ant-v5")
-register("JaxHalfCheetah-v0", f"{_MUJOCO}.half_cheetah:HalfCheetah", max_episode_steps=1000, reference_id="HalfCheetah-v5")
+register("JaxHalfCheetah-v0", f"{_MUJOCO}.half_cheetah:HalfCheetah", max_episode_steps=1000,
+         reference_id="HalfCheetah-v5")
 register("JaxHopper-v0", f"{_MUJOCO}.hopper:Hopper", max_episode_steps=1000, reference_id="Hopper-v5")
 register("JaxWalker2d-v0", f"{_MUJOCO}.walker2d:Walker2d", max_episode_steps=1000, reference_id="Walker2d-v5")
 register("JaxSwimmer-v0", f"{_MUJOCO}.swimmer:Swimmer", max_episode_steps=1000, reference_id="Swimmer-v5")
@@ -267,7 +270,8 @@ register("JaxHumanoidStandup-v0", f"{_MUJOCO}.humanoid_standup:HumanoidStandup",
 register("JaxMultiAnt-v0", f"{_MUJOCO}.multi_ant:MultiAnt", max_episode_steps=1000, multi_agent=True)  # MaMuJoCo's
 # MaMuJoCo's other scenarios: one class, a line each (the scenario and its default partition)
 _MULTI = f"{_MUJOCO}.multi_agent:MultiAgentMujoco"
-register("JaxMultiHalfCheetah-v0", _MULTI, 1000, kwargs={"scenario": "HalfCheetah", "agent_conf": "6x1"}, multi_agent=True)
+register("JaxMultiHalfCheetah-v0", _MULTI, 1000, kwargs={"scenario": "HalfCheetah", "agent_conf": "6x1"},
+         multi_agent=True)
 register("JaxMultiHopper-v0", _MULTI, 1000, kwargs={"scenario": "Hopper", "agent_conf": "3x1"}, multi_agent=True)
 register("JaxMultiWalker2d-v0", _MULTI, 1000, kwargs={"scenario": "Walker2d", "agent_conf": "2x3"}, multi_agent=True)
 register("JaxMultiSwimmer-v0", _MULTI, 1000, kwargs={"scenario": "Swimmer", "agent_conf": "2x1"}, multi_agent=True)
@@ -276,7 +280,8 @@ register("JaxMultiHumanoid-v0", _MULTI, 1000, kwargs={"scenario": "Humanoid", "a
          multi_agent=True)
 register("JaxMultiHumanoidStandup-v0", _MULTI, 1000, kwargs={"scenario": "HumanoidStandup", "agent_conf": "9|8"},
          multi_agent=True)
-register("JaxCartPole-v0", f"{_CLASSIC}.cartpole:CartPole", max_episode_steps=500, reference_id="CartPole-v1")  # v1's limit (v0's was 200)
+# CartPole's time limit is v1's (v0's was 200).
+register("JaxCartPole-v0", f"{_CLASSIC}.cartpole:CartPole", max_episode_steps=500, reference_id="CartPole-v1")
 register("JaxPendulum-v0", f"{_CLASSIC}.pendulum:Pendulum", max_episode_steps=200, reference_id="Pendulum-v1")
 register("JaxAcrobot-v0", f"{_CLASSIC}.acrobot:Acrobot", max_episode_steps=500, reference_id="Acrobot-v1")
 register("JaxMountainCar-v0", f"{_CLASSIC}.mountain_car:MountainCar", max_episode_steps=200,
@@ -285,8 +290,6 @@ register("JaxMountainCarContinuous-v0", f"{_CLASSIC}.mountain_car_continuous:Mou
          max_episode_steps=999, reference_id="MountainCarContinuous-v0")
 
 # The other collections' envs, by name (their time limits are their own, known when one is built).
-from gymjax.envs import external  # names only: no collection is imported
-
 for _id, (_collection, _name) in external.IDS.items():
     register(_id, functools.partial(external.make, _collection, _name), None, collection=_collection)
 

@@ -52,7 +52,8 @@ def integer(owner: object, name: str, value: Any, *, minimum: int = 1, maximum: 
 
 
 def flag(owner: object, name: str, value: Any) -> bool:
-    if not (isinstance(value, bool) or getattr(value, "dtype", None) == bool):  # NumPy's bool too
+    # NumPy's bool too: its dtype compares equal to bool but is not bool, so `is` would refuse it.
+    if not (isinstance(value, bool) or getattr(value, "dtype", None) == bool):  # noqa: E721
         raise invalid(owner, name, "True or False", value)
     return bool(value)
 

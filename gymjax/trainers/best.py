@@ -199,7 +199,8 @@ class KeepBest(Hook):
             return  # no evaluation of this epoch (one of an unsaved epoch is not kept: its policy is gone)
         saved = recorded(self.checkpoints)
         if saved is None or evaluated[1] > saved[1]["value"]:
-            save(pathlib.Path(path), {"metric": self.metric, "value": evaluated[1], "step": int(pathlib.Path(path).name)})
+            save(pathlib.Path(path),
+                 {"metric": self.metric, "value": evaluated[1], "step": int(pathlib.Path(path).name)})
 
 
 def save(step: pathlib.Path, best: dict[str, Any]) -> pathlib.Path:

@@ -451,7 +451,8 @@ def restore(
             failures.append(f"step {step}: {reason}")
             damaged.append(step)
             if any(s not in tried for s in candidates):
-                warnings.warn(f"checkpoint {root / str(step)} is damaged ({reason}); trying an older step", stacklevel=2)
+                warnings.warn(f"checkpoint {root / str(step)} is damaged ({reason}); trying an older step",
+                              stacklevel=2)
             continue
         if failures:
             warnings.warn(f"using checkpoint step {step} of {root}: the newer steps are damaged", stacklevel=2)

@@ -207,7 +207,11 @@ class Hooks(Hook):
 def check_saved_state(saved: Any) -> list[dict[str, Any]]:
     """The entries of a ``hooks`` item read from disk; ``ValueError`` in one line for any other shape."""
     expected = '{"format": 1, "hooks": [{"index": int, "class": str, "state": {...}}, ...]}'
-    if not isinstance(saved, dict) or saved.get("format") != HOOK_STATE_FORMAT or not isinstance(saved.get("hooks"), list):
+    if (
+        not isinstance(saved, dict)
+        or saved.get("format") != HOOK_STATE_FORMAT
+        or not isinstance(saved.get("hooks"), list)
+    ):
         raise ValueError(f"the hooks item is not {expected}")
     for entry in saved["hooks"]:
         ok = (

@@ -72,7 +72,8 @@ class _NumpyArrays(_EachReadAwaited, ocp.type_handlers.NumpyHandler):
         # OCDBT commit (a thread per array writes a fifth more bytes, in more files).
         base = super()
         await _all_ended([
-            base._background_serialize([value], [info], [arg]) for value, info, arg in zip(values, infos, args, strict=True)
+            base._background_serialize([value], [info], [arg])
+            for value, info, arg in zip(values, infos, args, strict=True)
         ])  # fmt: skip
 
 
@@ -94,7 +95,9 @@ class _ArrayHandler(ocp.StandardCheckpointHandler):
         )
         # Orbax's private seams, checked so that an orbax that moved them fails here, loudly.
         if not isinstance(self._impl, ocp.PyTreeCheckpointHandler):
-            raise TypeError(f"orbax's StandardCheckpointHandler wraps {type(self._impl)}, not a PyTreeCheckpointHandler")
+            raise TypeError(
+                f"orbax's StandardCheckpointHandler wraps {type(self._impl)}, not a PyTreeCheckpointHandler"
+            )
         if not hasattr(ocp.type_handlers.NumpyHandler, "_background_serialize"):
             raise TypeError("orbax's NumpyHandler has no _background_serialize")
         self._impl = ocp.PyTreeCheckpointHandler(type_handler_registry=registry)

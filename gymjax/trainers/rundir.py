@@ -56,14 +56,7 @@ from gymjax.core import Env
 from gymjax.trainers import artifacts, best, distributed, files, trackers
 from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
-from gymjax.trainers.loggers import (
-    ConsoleLogger,
-    CSVLogger,
-    JSONLLogger,
-    TensorBoardLogger,
-    drop_rows_after,
-    read_rows,
-)
+from gymjax.trainers.loggers import ConsoleLogger, CSVLogger, JSONLLogger, TensorBoardLogger, drop_rows_after, read_rows
 from gymjax.trainers.ppo import PPOConfig, SavedMeta, budget, presets, resume
 from gymjax.trainers.ppo import train as ppo_train
 from gymjax.trainers.ppo.networks import describe_action_space
@@ -193,7 +186,9 @@ class RunDirectory:
         except files.UnsafePath as e:  # a FIFO, or a file larger than any run.json
             raise RunDirectoryError(e.strerror) from None
         except (ValueError, UnicodeDecodeError) as e:
-            raise RunDirectoryError(f"{self.run_file} is not valid JSON ({e}); it records the run's env and config") from None
+            raise RunDirectoryError(
+                f"{self.run_file} is not valid JSON ({e}); it records the run's env and config"
+            ) from None
         try:
             return RunRecord.from_json(data)
         except RunDirectoryError as e:
@@ -300,8 +295,8 @@ class Plan:
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
     for name, value in env_kwargs.items():
         if isinstance(value, str) and _names_a_special_file(value):
-            raise RunDirectoryError(f"cannot make {env_id}: its option {name}={value!r} names a FIFO, socket or device, "
-                                    "not a file (reading a FIFO waits for a writer forever)")
+            raise RunDirectoryError(f"cannot make {env_id}: its option {name}={value!r} names a FIFO, socket or "
+                                    "device, not a file (reading a FIFO waits for a writer forever)")
     try:
         return envs.make(env_id, **env_kwargs)
     except (KeyError, TypeError, ValueError) as e:

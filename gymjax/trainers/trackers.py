@@ -540,7 +540,9 @@ class WandbLogger(Tracker):
     def _last_step(self) -> int | None:
         if self.run.settings._offline:  # W&B cannot say offline: read this run's earlier offline segments
             here = pathlib.Path(self.run.settings.sync_dir).resolve()
-            earlier = [p for p in offline_segments(self.run.settings.wandb_dir, self.run_id) if p.parent.resolve() != here]
+            earlier = [
+                p for p in offline_segments(self.run.settings.wandb_dir, self.run_id) if p.parent.resolve() != here
+            ]
             return max((step for path in earlier for step, _ in wandb_history(path)), default=None)
         return self.run.starting_step - 1 if self.run.starting_step else None
 

@@ -28,6 +28,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
+
 try:
     from gymnasium.vector import AutoresetMode
 except ImportError:  # Gymnasium 1.0: one auto-reset mode (next step), and no enum naming it

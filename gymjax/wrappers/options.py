@@ -111,7 +111,9 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
                 f"got {array!r}"
             )
     elif not np.isfinite(array).all() or _past_float_range(array, space.dtype):
-        held = f" within {space.dtype}'s range (|x| <= {np.finfo(space.dtype).max:.4g})" if space.dtype.kind == "f" else ""
+        held = (
+            f" within {space.dtype}'s range (|x| <= {np.finfo(space.dtype).max:.4g})" if space.dtype.kind == "f" else ""
+        )
         raise ValueError(f"expected {_what(space, batch)}: finite values{held}, got NaN or inf, or a value past "
                          f"that range, in {array!r}")
     # Checked on every step: the message is built only when there is an error to report.
@@ -131,8 +133,8 @@ def _past_float_range(array: np.ndarray, dtype: np.dtype) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class SessionOptions:
-    """How a :class:`~gymjax.wrappers.session.Session` runs its env, the same in every adapter; checked when made, before
-    any env is built (what depends on the env, such as its render modes, when the env is).
+    """How a :class:`~gymjax.wrappers.session.Session` runs its env, the same in every adapter; checked when made,
+    before any env is built (what depends on the env, such as its render modes, when the env is).
 
     Attributes:
         max_episode_steps: time limit in agent steps, applied in JAX; None: the registered one for

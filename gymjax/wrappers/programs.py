@@ -71,7 +71,9 @@ class Packer:
 
     def pack(self, tree: Any) -> tuple[jax.Array, ...]:
         leaves = jax.tree.leaves(tree)
-        groups = [[jnp.ravel(leaf) for leaf, (g, *_) in zip(leaves, self.layout) if g == i] for i in range(len(self.dtypes))]
+        groups = [
+            [jnp.ravel(leaf) for leaf, (g, *_) in zip(leaves, self.layout) if g == i] for i in range(len(self.dtypes))
+        ]
         return tuple(jnp.concatenate(parts) for parts in groups)
 
     def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:

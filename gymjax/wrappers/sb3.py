@@ -128,7 +128,7 @@ class SB3VecEnv(Presenter, VecEnv):
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         if self.render_mode != "rgb_array":
-            warnings.warn(f"render_mode is {self.render_mode}, but get_images needs 'rgb_array'")
+            warnings.warn(f"render_mode is {self.render_mode}, but get_images needs 'rgb_array'", stacklevel=2)
             return [None] * self.num_envs
         return list(self.session.render())
 

@@ -47,6 +47,9 @@ from gymjax.wrappers.programs import (
 )
 from gymjax.wrappers.training import AutoResetMode
 
+# The default options, shared: SessionOptions is a frozen dataclass, so no session can change them.
+_DEFAULT_OPTIONS = SessionOptions()
+
 
 def build(env: Env | str, env_kwargs: dict[str, Any], make=None) -> Env:
     """The functional env: ``env`` itself, or the registered id built with its options."""
@@ -174,7 +177,8 @@ def refuse_forked_child() -> None:
             "gymjax envs cannot start in a process forked after JAX started (JAX's threads do not "
             "survive a fork, and the first JAX call would hang): JAX ran in the parent before it forked "
             "this worker. Start worker processes with 'spawn' or 'forkserver', or fork before anything "
-            "runs JAX in the parent (gymjax envs made and reset in the workers only): gymnasium.make_vec(id, n, vectorization_mode='async', "
+            "runs JAX in the parent (gymjax envs made and reset in the workers only): "
+            "gymnasium.make_vec(id, n, vectorization_mode='async', "
             "vector_kwargs={'context': 'spawn'}), SB3's SubprocVecEnv(..., start_method='spawn'), "
             "multiprocessing.set_start_method('spawn'); torchrl's ParallelEnv(n, make_env, "
             "mp_start_method='fork') resets one env in the parent first (its EnvCreator reads the "
@@ -222,7 +226,7 @@ class Session:
         self,
         env: Env | str,
         num_envs: int | None = None,
-        options: SessionOptions = SessionOptions(),
+        options: SessionOptions = _DEFAULT_OPTIONS,
         *,
         env_kwargs: dict[str, Any] | None = None,
         make=None,

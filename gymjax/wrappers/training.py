@@ -34,6 +34,7 @@ import numpy as np
 from gymjax.core import AutoResetState, Env, EpisodeStatistics, State, Wrapper, field_names, with_fields
 from gymjax.core import where as _where
 
+
 def next_reset_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Splits ``key`` into ``(key to keep, key for this reset)``.
 
@@ -210,7 +211,7 @@ class DomainRandomization(Wrapper):
             raise ValueError(f"fields {unknown} are not fields of the params; they are {self._names}")
         self.fields = tuple(name for name in self._names if name in set(fields))
         if not self.fields:
-            warnings.warn("randomization_fn changed no parameter: every env gets the defaults")
+            warnings.warn("randomization_fn changed no parameter: every env gets the defaults", stacklevel=2)
 
     def _check_ours(self, fn: Callable[[Any, jax.Array], Any]) -> None:
         def one(key):
@@ -442,7 +443,9 @@ def wrap_for_training(
     episode_length = episode_length or env.max_episode_steps
     if episode_length is None:
         raise ValueError(f"{env!r} has no max_episode_steps; pass episode_length")
-    return AutoReset(VmapWrapper(single_env_stack(env, episode_length, action_repeat, randomization_fn)), autoreset_mode)
+    return AutoReset(
+        VmapWrapper(single_env_stack(env, episode_length, action_repeat, randomization_fn)), autoreset_mode
+    )
 
 
 def make_eval_env(

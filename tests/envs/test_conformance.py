@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
+from lockstep import assert_same  # tests/lockstep.py
 
 import gymjax
 from gymjax import envs
 from gymjax.envs.mujoco import MujocoEnv
-from lockstep import assert_same  # tests/lockstep.py
 
 IDS = envs.registered_ids()
 TWINNED = [i for i in IDS if envs.spec(i).reference_id is not None]

@@ -141,7 +141,10 @@ def stack(rows, k):
 # gymnax's envs in both auto-reset modes; Brax's and Playground's each in one (next-step for Brax,
 # same-step for Playground): the adapter's code for a mode is the collection's either way, and these
 # compile for tens of seconds. Brax's HalfCheetah (contacts, no termination) runs with `-m slow`.
-_ONE_MODE = {"brax/inverted_pendulum-v0": AutoresetMode.NEXT_STEP, "playground/CartpoleBalance-v0": AutoresetMode.SAME_STEP}
+_ONE_MODE = {
+    "brax/inverted_pendulum-v0": AutoresetMode.NEXT_STEP,
+    "playground/CartpoleBalance-v0": AutoresetMode.SAME_STEP,
+}
 LOCKSTEP = [
     pytest.param(env_id, mode, id=f"{env_id}-{mode.name.lower()}",
                  marks=[pytest.mark.slow] if env_id == "brax/halfcheetah-v0" else [])

@@ -4,11 +4,11 @@ Every env here runs MuJoCo C (``engine="mujoco"``), Gymnasium's own physics, so 
 exactly where both compute in float64 and to float32 where gymjax keeps float32.
 """
 
+import gymnasium
 import mujoco
 import numpy as np
 import pytest
 
-import gymnasium
 import gymjax  # noqa: F401  (registers the ids)
 
 SIZE = {"width": 48, "height": 32}

@@ -10,7 +10,6 @@ import pytest
 import gymjax
 from gymjax.envs.mujoco.host import STATE_SPEC, HostPhysics
 
-
 ANT_FIELDS = ("xpos", "cfrc_ext")  # what Ant reads: a kinematic field and a post-constraint one
 
 

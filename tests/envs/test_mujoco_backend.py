@@ -382,5 +382,6 @@ def test_training_the_c_engine_beside_an_accelerator_is_refused_in_one_line(monk
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     with pytest.raises(ValueError, match=r"runs on the CPU only \(MuJoCo's C engine\) and JAX's devices are gpu "
-                                         r"ones: train it with engine=\"mjx\" there, or on the CPU with JAX_PLATFORMS=cpu"):
+                                         r"ones: train it with engine=\"mjx\" there, "
+                                         r"or on the CPU with JAX_PLATFORMS=cpu"):
         train(PPOConfig(num_timesteps=1024, num_envs=8), pendulum_c, progress_bar=False)

@@ -19,7 +19,7 @@ import pytest
 
 import gymjax
 from gymjax import envs
-from gymjax.envs.mujoco import MujocoEnv, native
+from gymjax.envs.mujoco import native
 from gymjax.envs.mujoco.host import CallbackEngine, MuJoCoWarning
 from gymjax.wrappers.training import wrap_for_training
 

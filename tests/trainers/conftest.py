@@ -4,11 +4,12 @@ import dataclasses
 import pathlib
 
 import pytest
+from ppo_configs import CARTPOLE
 
 from gymjax.trainers.hooks import Hook
 from gymjax.trainers.loggers import CSVLogger, JSONLLogger, TensorBoardLogger
 from gymjax.trainers.ppo import PPOConfig, train
-from ppo_configs import CARTPOLE
+
 
 class Recorder(Hook):
     """Records every hook call in order."""

@@ -211,7 +211,9 @@ def _plant(checkpoints: pathlib.Path, planted: str) -> pathlib.Path:
         shutil.rmtree(checkpoints / "best", ignore_errors=True)
         path = checkpoints / "best"
     else:  # the name a kill's partial copy has, or the next version's
-        path = checkpoints / "best" / (f"{version + 1}.writing" if planted == "a file <n>.writing" else str(version + 1))
+        path = checkpoints / "best" / (
+            f"{version + 1}.writing" if planted == "a file <n>.writing" else str(version + 1)
+        )
     if planted == "a FIFO <n>.writing":
         path = path.with_name(f"{version + 1}.writing")
         os.mkfifo(path)
@@ -241,7 +243,8 @@ def test_a_best_a_save_would_fail_on_is_refused_as_a_fresh_run_starts(tmp_path):
     run_dir = tmp_path / "run"
     (run_dir / "checkpoints").mkdir(parents=True)
     path = _plant(run_dir / "checkpoints", "best is a file")
-    with pytest.raises(rundir.RunDirectoryError, match=r"checkpoints/best is a regular file, not gymjax's: .*move it away$"):
+    with pytest.raises(rundir.RunDirectoryError,
+                       match=r"checkpoints/best is a regular file, not gymjax's: .*move it away$"):
         rundir.train(run_dir, ENV, CONFIG, **QUIET)
     assert not (run_dir / "run.json").exists() and not ckpt.step_dirs(run_dir / "checkpoints")
     assert path.read_text() == "saved by someone"
@@ -259,5 +262,7 @@ def test_a_save_removes_only_its_own_leftovers(copy):
     better = {"metric": best.METRIC, "value": best_meta(copy)["best"]["value"] + 1, "step": 8}
     best.save(checkpoints / "8", better)
     assert best_meta(copy)["best"] == better
-    assert sorted(p.name for p in (checkpoints / "best").iterdir()) == sorted([str(version + 1), "notes.writing", "README"])
+    assert sorted(p.name for p in (checkpoints / "best").iterdir()) == sorted(
+        [str(version + 1), "notes.writing", "README"]
+    )
     assert (checkpoints / "best" / "notes.writing" / "todo").read_text() == "mine"

@@ -20,14 +20,7 @@ from ppo_configs import TINY, StopAfter
 
 from gymjax.envs.classic import CartPole
 from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers.ppo import (
-    PPOTrainer,
-    SavedMeta,
-    TrainingDiverged,
-    load_policy,
-    load_policy_and_meta,
-    train,
-)
+from gymjax.trainers.ppo import PPOTrainer, SavedMeta, TrainingDiverged, load_policy, load_policy_and_meta, train
 
 ENV = "JaxCartPole-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -361,7 +354,9 @@ def test_a_save_that_fills_the_disk_says_one_line_and_leaves_the_sys_hooks_alone
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stderr.splitlines()
     assert len(lines) == 5, proc.stderr[-3000:]  # one line a failure: no traceback, no "Event loop is closed"
-    assert all(line.startswith("could not write checkpoint step ") and "No space left on device" in line for line in lines)
+    assert all(
+        line.startswith("could not write checkpoint step ") and "No space left on device" in line for line in lines
+    )
 
 
 def test_a_failed_saves_wait_passes_a_thread_that_is_still_starting(monkeypatch):

@@ -127,7 +127,8 @@ def _meta(config: PPOConfig) -> SavedMeta:
     """A CartPole checkpoint's metadata, as a trainer of ``config`` writes it."""
     return SavedMeta(
         config=config, env_steps=0, epoch=0, elapsed_s=0.0, num_devices=1, num_processes=1, obs_size=4,
-        action_space={"type": "Discrete", "n": 2}, env_id="JaxCartPole-v0", state_layout=CartPole.state_layout, run_id=None,
+        action_space={"type": "Discrete", "n": 2}, env_id="JaxCartPole-v0", state_layout=CartPole.state_layout,
+        run_id=None,
     )
 
 

@@ -72,7 +72,7 @@ def processes(n, *extra_env, script=SCRIPT, args=()):
         for i in range(n)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     return [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
 
@@ -103,7 +103,9 @@ def gymjax(*args, wait=True):
 
 def policy_digest(run_dir):
     obs = jax.random.normal(jax.random.PRNGKey(0), (32, 4))
-    actions = np.asarray(load_policy(pathlib.Path(run_dir) / "checkpoints", deterministic=False)(obs, jax.random.PRNGKey(1)))
+    actions = np.asarray(
+        load_policy(pathlib.Path(run_dir) / "checkpoints", deterministic=False)(obs, jax.random.PRNGKey(1))
+    )
     return hashlib.sha256(actions.tobytes()).hexdigest()
 
 
@@ -312,7 +314,9 @@ def test_a_bad_coordinator_a_port_in_use_and_a_missing_process_are_one_line_each
     expected = "--coordinator must be HOST:PORT with a port 1-65535 (e.g. 127.0.0.1:1234, [::1]:1234), got 'host:'"
     assert bad_code == bad2_code == 1 and bad == [expected]
     assert len(bad2) == 1 and "'nonsense'" in bad2[0]
-    assert in_use_code == 1 and used == [f"--coordinator {in_use} is in use (another run's coordinator?): choose another port"]
+    assert in_use_code == 1 and used == [
+        f"--coordinator {in_use} is in use (another run's coordinator?): choose another port"
+    ]
     # One line at once saying what it waits for, one when the wait (twice the heartbeat) is over;
     # JAX's own timeout, 10 s later, would abort with a C++ trace.
     assert missing_code == 1 and len(waited) == 2, waited

@@ -6,13 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ppo_configs import CARTPOLE, TINY
 
 import gymjax
 from gymjax.trainers.ppo import PolicyParams, PPOConfig, PPOTrainer, train
 from gymjax.trainers.ppo.networks import PPOParams
 from gymjax.wrappers.training import DomainRandomization
-
-from ppo_configs import CARTPOLE, TINY
 
 
 def play(make_policy, params, env_id, episodes=16, seed=123):

@@ -64,7 +64,9 @@ def wait_for_rows(metrics, n, proc, timeout=120):
 
 def final_policy_output(run_dir):
     obs = jax.random.normal(jax.random.PRNGKey(0), (32, 4))
-    return np.asarray(load_policy(pathlib.Path(run_dir) / "checkpoints", deterministic=False)(obs, jax.random.PRNGKey(1)))
+    return np.asarray(
+        load_policy(pathlib.Path(run_dir) / "checkpoints", deterministic=False)(obs, jax.random.PRNGKey(1))
+    )
 
 
 def epoch_rows(run_dir):
@@ -92,7 +94,9 @@ def test_a_signal_stops_cleanly_saves_and_resumes_exactly(tmp_path, reference, s
     assert proc.returncode == code, err[-3000:]
     assert "Traceback" not in err and "Traceback" not in out, err[-3000:]
     last = out.strip().splitlines()[-1]
-    assert last.startswith("stopped at epoch ") and last.endswith(f"resume with: gymjax train --run-dir {run_dir} --resume")
+    assert last.startswith("stopped at epoch ") and last.endswith(
+        f"resume with: gymjax train --run-dir {run_dir} --resume"
+    )
     epoch = int(last.split()[3].rstrip(","))
     assert 2 <= epoch < 40 and steps(run_dir / "checkpoints")[-1] == epoch  # the epoch in flight was saved
     assert epoch_rows(run_dir) == [EPOCH * (i + 1) for i in range(epoch)]

@@ -292,7 +292,7 @@ def test_a_run_ahead_of_its_plan_grows_it_and_ends_within_an_epoch_of_the_deadli
         config = CONFIG.replace(lr_schedule=schedule, num_timesteps=40 * 128, epoch_iterations=1, num_evals=0)
         costs = budget.Costs(setup_s=0, compile_s=2.0, iteration_s=1.0, epoch_s=0, first_eval_s=0, eval_s=0,
                              save_s=0, closing_s=10.0)
-        deadline = budget.Deadline(config, costs, minutes=1, started_at=0.0, clock=lambda: now[0])
+        deadline = budget.Deadline(config, costs, minutes=1, started_at=0.0, clock=lambda now=now: now[0])
         grown = []
         deadline.on_grow = grown.append
         epoch, ended = 0, None

@@ -324,7 +324,8 @@ def test_a_copied_run_directory_cannot_continue_the_wandb_run_its_original_conti
             record["trackers"]["wandb"].pop("claim", None)
             record["trackers"]["wandb"].update({"claim": claim} if claim else {})
             (original / "run.json").write_text(json.dumps(record))
-        with pytest.raises(rundir.RunDirectoryError, match="^W&B run .* is continued by another run directory") as error:
+        with pytest.raises(rundir.RunDirectoryError,
+                           match="^W&B run .* is continued by another run directory") as error:
             rundir.train(original, resume=True, num_timesteps=3 * EPOCH, **quiet)
         assert str(error.value).endswith("resume with --new-tracker-run wandb")
         assert trackers.offline_segments(offline_wandb, run_id) == segments  # refused before wandb.init
@@ -385,7 +386,8 @@ def test_a_missing_library_is_one_line_naming_the_extra(tmp_path, monkeypatch):
 def test_gymjax_and_its_trainer_never_import_a_tracker():
     code = ("import sys, gymjax, gymjax.trainers.rundir, gymjax.trainers.ppo, gymjax.cli.run; "
             "print(sorted({'mlflow', 'wandb'} & set(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT, timeout=120,
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT,
+                         timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(CACHE)})
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
 

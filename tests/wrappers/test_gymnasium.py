@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
+from lockstep import assert_same  # tests/lockstep.py
 
 import gymjax
 from gymjax.wrappers import programs
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
 from gymjax.wrappers.options import seed_words
-from lockstep import assert_same  # tests/lockstep.py
 
 IDS = ["JaxAnt-v0", "JaxInvertedPendulum-v0", "JaxCartPole-v0", "JaxPendulum-v0"]
 
@@ -214,7 +214,9 @@ def test_program_is_shared_by_envs_of_one_description():
     for options in ({"max_episode_steps": 5}, {"action_repeat": 2}, {"sutton_barto_reward": True}):
         assert program("JaxCartPole-v0", **options) is not same, options
     assert program("JaxCartPole-v0", sutton_barto_reward=True) is program("JaxCartPole-v0", sutton_barto_reward=True)
-    assert program("JaxCartPole-v0", sutton_barto_reward=False) is not program("JaxCartPole-v0", sutton_barto_reward=True)
+    assert program("JaxCartPole-v0", sutton_barto_reward=False) is not program(
+        "JaxCartPole-v0", sutton_barto_reward=True
+    )
 
     def heavier(params, key):
         return params.replace(masspole=params.masspole * 2)
@@ -224,7 +226,9 @@ def test_program_is_shared_by_envs_of_one_description():
 
     # Functions and user-given envs by identity, whatever their names or values.
     assert program("JaxCartPole-v0", randomization_fn=heavier) is program("JaxCartPole-v0", randomization_fn=heavier)
-    assert program("JaxCartPole-v0", randomization_fn=heavier) is not program("JaxCartPole-v0", randomization_fn=lighter)
+    assert program("JaxCartPole-v0", randomization_fn=heavier) is not program(
+        "JaxCartPole-v0", randomization_fn=lighter
+    )
     mine, other = gymjax.make("JaxCartPole-v0"), gymjax.make("JaxCartPole-v0")
     assert program(mine) is program(mine) and program(mine) is not program(other)
     vec = {mode: GymnasiumVectorEnv("JaxCartPole-v0", 2, autoreset_mode=mode).session._program for mode in AutoresetMode

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import vector as vw
+from lockstep import assert_same  # tests/lockstep.py
 
 import gymjax  # noqa: F401  (registers the ids)
 from gymjax.wrappers import gymnasium as adapter
 from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
-from lockstep import assert_same  # tests/lockstep.py
 
 ROOT = Path(__file__).resolve().parents[2]
 HAS_MODES = hasattr(gymnasium.vector, "AutoresetMode")  # Gymnasium 1.1 and later

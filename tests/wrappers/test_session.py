@@ -15,6 +15,7 @@ import pytest
 import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers import vector as vw
+from lockstep import assert_same  # tests/lockstep.py
 
 import gymjax
 from gymjax.wrappers import programs, session
@@ -22,7 +23,6 @@ from gymjax.wrappers.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
 from gymjax.wrappers.options import SessionOptions
 from gymjax.wrappers.sb3 import SB3VecEnv
 from gymjax.wrappers.torch import TorchEnv, TorchVectorEnv
-from lockstep import assert_same  # tests/lockstep.py
 
 LIMIT = 16  # CartPole under random actions falls after ~10-30 steps, or reaches this limit: both kinds
 
@@ -72,7 +72,9 @@ def test_gymnasium_vector_wrappers_see_what_they_see_on_sync_vector_env(name, mo
     # InvertedPendulum: Box actions (for the action wrappers); random actions drop the pole
     # in ~4-12 steps, so a limit of 7 ends episodes both ways.
     # MuJoCo C: the same semantics as MJX, and it compiles in a fraction of the time.
-    ours = wrap(gymnasium.make_vec("JaxInvertedPendulum-v0", 2, max_episode_steps=7, autoreset_mode=mode, engine="mujoco"))
+    ours = wrap(
+        gymnasium.make_vec("JaxInvertedPendulum-v0", 2, max_episode_steps=7, autoreset_mode=mode, engine="mujoco")
+    )
     reference = wrap(_reference(lambda: GymnasiumEnv("JaxInvertedPendulum-v0", engine="mujoco"), 2, mode, limit=7))
     _lockstep(ours, reference, steps=40, seed=2)
 
@@ -301,7 +303,8 @@ def test_every_adapter_takes_the_same_options():
     (dict(max_episode_steps=0), r"max_episode_steps must be None or an int >= 1, got 0 \(int\)"),
     (dict(action_repeat=1.5), r"action_repeat must be an int >= 1, got 1.5 \(float\)"),
     (dict(time_limit="yes"), r"time_limit must be True or False, got 'yes' \(str\)"),
-    (dict(randomization_fn=3), r"randomization_fn must be None, a function \(params, key\) -> params or BraxRandomization\(fn\), got 3"),
+    (dict(randomization_fn=3),
+     r"randomization_fn must be None, a function \(params, key\) -> params or BraxRandomization\(fn\), got 3"),
     (dict(autoreset_mode="sometimes"), r"autoreset_mode must be one of \['same_step', 'next_step'\]"),
     (dict(render_mode=1), r"render_mode must be None or a mode's name, such as 'rgb_array', got 1 \(int\)"),
     (dict(width=-1), r"width must be None or an int >= 1, got -1 \(int\)"),
@@ -324,7 +327,8 @@ def _adapters():
 
     cartpole, ant = dict(env="JaxCartPole-v0"), dict(env="JaxMultiAnt-v0", engine="mujoco")
     return {
-        "GymnasiumEnv": (GymnasiumEnv, cartpole), "GymnasiumVectorEnv": (GymnasiumVectorEnv, dict(cartpole, num_envs=2)),
+        "GymnasiumEnv": (GymnasiumEnv, cartpole),
+        "GymnasiumVectorEnv": (GymnasiumVectorEnv, dict(cartpole, num_envs=2)),
         "TorchEnv": (TorchEnv, cartpole), "TorchVectorEnv": (TorchVectorEnv, dict(cartpole, num_envs=2)),
         "SB3VecEnv": (SB3VecEnv, dict(cartpole, num_envs=2)),
         "PettingZooEnv": (PettingZooEnv, ant), "PettingZooVectorEnv": (PettingZooVectorEnv, dict(ant, num_envs=2)),
@@ -370,13 +374,15 @@ def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_allocating(
     past 6 GiB tiling the observation bounds."""
     start = time.perf_counter()
     with pytest.raises(ValueError, match=r"^num_envs=1,000,000,000,000 needs at least [0-9,.]+ GiB \(1,000,000,000,000 "
-                                         r"envs x \d+ bytes: env states .*\); .*memory is [0-9.]+ GiB\. Lower num_envs"):
+                                         r"envs x \d+ bytes: env states .*\); .*memory is [0-9.]+ GiB\. "
+                                         r"Lower num_envs"):
         gymnasium.make_vec("JaxCartPole-v0", num_envs=10**12)
     assert time.perf_counter() - start < 5
     # The same check on any machine: 10**7 CartPoles need ~2.6 GiB, 1,000 a few hundred KiB.
     for where in ("available_bytes", "host_available_bytes"):
         monkeypatch.setattr(programs, where, lambda: (2**30, "this test's memory"))
-    with pytest.raises(ValueError, match=r"^num_envs=10,000,000 needs at least 2\.\d GiB .*; this test's memory is 1\.0 GiB"):
+    with pytest.raises(ValueError,
+                       match=r"^num_envs=10,000,000 needs at least 2\.\d GiB .*; this test's memory is 1\.0 GiB"):
         GymnasiumVectorEnv("JaxCartPole-v0", 10**7)
     envs = GymnasiumVectorEnv("JaxCartPole-v0", 1000)
     obs, _ = envs.reset(seed=0)

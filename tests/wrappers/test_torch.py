@@ -111,7 +111,7 @@ def test_info_keys_at_reset_step_and_episode_end(cartpole_with_info):
     assert set(info) == {"x", "angles"}  # the step-only keys are not reported at reset
     np.testing.assert_array_equal(info["x"].numpy(), info_ref["x"])
     np.testing.assert_array_equal(info["angles"].numpy(), info_ref["angles"])  # [N, 2]
-    for t in range(5):
+    for _ in range(5):
         *_, info = ours.step(torch.tensor([1, 0]))
         *_, info_ref = numpy_env.step(np.array([1, 0]))
     assert info["_final_obs"].all()  # the time limit: final_info is the last step's info
@@ -154,7 +154,10 @@ def test_non_finite_box_actions_are_refused_as_the_numpy_adapters_refuse_them(va
     bad = torch.zeros(3, 1)
     bad[1, 0] = value
     messages = []
-    for env, action in ((TorchVectorEnv("JaxPendulum-v0", 3), bad), (GymnasiumVectorEnv("JaxPendulum-v0", 3), bad.numpy())):
+    for env, action in (
+        (TorchVectorEnv("JaxPendulum-v0", 3), bad),
+        (GymnasiumVectorEnv("JaxPendulum-v0", 3), bad.numpy()),
+    ):
         env.reset(seed=0)
         with pytest.raises(ValueError) as err:
             env.step(action)

@@ -33,7 +33,7 @@ def test_episode_wrapper_truncates_and_counts():
     env = EpisodeWrapper(Pendulum(), max_episode_steps=3)
     state = env.reset(jax.random.PRNGKey(0))
     rewards = []
-    for t in range(3):
+    for _ in range(3):
         assert not bool(state.truncated)
         state = env.step(state, jnp.array([0.5]))
         rewards.append(float(state.reward))
@@ -175,7 +175,8 @@ def test_brax_form_is_accepted_and_agrees():
     stated = BraxRandomization(_scale_pole_brax)
     brax = wrap_for_training(CartPole(), episode_length=500, randomization_fn=stated).reset(_keys(5))
     np.testing.assert_allclose(ours.randomized["masspole"], brax.randomized["masspole"])
-    assert wrap_for_training(CartPole(), episode_length=500, randomization_fn=stated).env.env.env.fields == ("masspole",)
+    wrapped = wrap_for_training(CartPole(), episode_length=500, randomization_fn=stated)
+    assert wrapped.env.env.env.fields == ("masspole",)
 
 
 def test_brax_form_is_taken_by_the_adapters():

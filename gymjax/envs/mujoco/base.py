@@ -30,8 +30,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import io
 import importlib.resources
+import io
 import logging
 import numbers
 import os
@@ -52,13 +52,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 from gymjax.core import Env, State, where_env
 from gymjax.core.platform import platform
 from gymjax.envs import options
-from gymjax.envs.mujoco.host import (
-    POST_CONSTRAINT_FIELDS,
-    STATE_SPEC,
-    HostData,
-    MuJoCoWarning,
-    route_mujoco_warnings,
-)
+from gymjax.envs.mujoco.host import POST_CONSTRAINT_FIELDS, STATE_SPEC, HostData, MuJoCoWarning, route_mujoco_warnings
 from gymjax.envs.mujoco.native import make_engine
 
 logger = logging.getLogger(__name__)

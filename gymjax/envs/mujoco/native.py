@@ -28,8 +28,8 @@ import numpy as np
 
 from gymjax.envs.mujoco import host
 from gymjax.envs.mujoco.host import (
-    POST_CONSTRAINT_FIELDS,
     KINEMATIC_FIELDS,
+    POST_CONSTRAINT_FIELDS,
     CallbackEngine,
     HostData,
     _assemble,

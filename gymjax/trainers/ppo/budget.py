@@ -432,7 +432,10 @@ class Deadline(Hook):
         budget = _clock(self.budget_s)
         closing = ""
         if self.closing_s and self.trained_at is not None:
-            closing = f"; training ended at {_clock(self.trained_at)}, the plot and video took {ended - self.trained_at:.1f} s"
+            closing = (
+                f"; training ended at {_clock(self.trained_at)}, "
+                f"the plot and video took {ended - self.trained_at:.1f} s"
+            )
         if ended <= self.budget_s:
             said = f"ended at {_clock(ended)} of the {budget} budget (deadline met{closing})"
         elif self._began is None:  # no epoch began: stopped at the first boundary by another hook

@@ -139,7 +139,9 @@ class PPOConfig:
         "(a normal with a state-independent log std, its sample clipped to the bounds, as SB3 and CleanRL)",
         resume="fixed",
     )
-    log_std_init: float = _field(0.0, "initial log std of the normal policy (policy_distribution=normal)", check="finite")
+    log_std_init: float = _field(
+        0.0, "initial log std of the normal policy (policy_distribution=normal)", check="finite"
+    )
     # -- evaluation and logging -----------------------------------------------
     num_evals: int = _field(10, "evaluations over the run (0: none); the last one is at the end", check="nonnegative")
     num_eval_envs: int = _field(16, "envs (one episode each) per evaluation", check="positive")
