@@ -18,6 +18,7 @@ COMMANDS = {
     "throughput": "benchmarks.throughput",
     "catalog": "benchmarks.catalog",
     "single": "benchmarks.single",
+    "first_step": "benchmarks.first_step",
     "training": "benchmarks.training",
     "distributed": "benchmarks.distributed",
     "external": "benchmarks.external",

@@ -18,6 +18,9 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame, for classic-control
 # JAX locks the cache's files only when it has a size limit: without one, a worker can read an entry
 # the other is still writing.
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(16 << 30))
+# The gymjax programs tests start keep what they compile (gymjax.compile_cache) beside this session's
+# cache, not in the user's home: the next run's processes find it there.
+os.environ.setdefault("GYMJAX_COMPILATION_CACHE", str(pathlib.Path(__file__).resolve().parent.parent / ".jax_cache"))
 
 import gymnasium  # noqa: E402
 import jax  # noqa: E402

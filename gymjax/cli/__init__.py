@@ -21,6 +21,8 @@ import sys
 import threading
 from typing import NoReturn
 
+from gymjax import compile_cache
+
 # A Ctrl-C whose KeyboardInterrupt was swallowed (raised inside a garbage-collector callback,
 # such as JAX's, Python prints "Exception ignored" and goes on) ends the process after this long.
 SWALLOWED_INTERRUPT_GRACE_S = 2.0
@@ -47,7 +49,7 @@ def run_program() -> NoReturn:
     guard = _take_started() or _InterruptGuard()
     try:
         try:
-            status = _command(guard, None)
+            status = _command(guard, None, program=True)
         finally:
             guard.ending()  # a Ctrl-C from here on ends the process at once, with 130
     except KeyboardInterrupt:  # one that landed after the command returned, before ending() (or twice)
@@ -120,12 +122,18 @@ def _take_started() -> _InterruptGuard | None:
     return guard
 
 
-def _command(guard: _InterruptGuard | None, argv: list[str] | None) -> int:
+def _command(guard: _InterruptGuard | None, argv: list[str] | None, program: bool = False) -> int:
     try:
         from gymjax.cli import commands
 
         if guard:
             guard.loaded()
+        if program:  # the program's own process: it keeps what it compiles (gymjax.compile_cache)
+            try:
+                compile_cache.enable_from_env(default_on=True)
+            except ValueError as e:
+                print(f"gymjax: {e}", file=sys.stderr)
+                return 2
         return commands.main(argv)
     except KeyboardInterrupt:
         if guard:

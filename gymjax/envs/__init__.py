@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gymjax import compile_cache
 from gymjax.envs import external  # names only: no collection is imported
 
 if TYPE_CHECKING:
@@ -184,6 +185,7 @@ class UnknownOption(TypeError, ValueError):
 
 
 def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> Env:
+    compile_cache.enable_from_env()  # what the user asked for with GYMJAX_COMPILATION_CACHE; else nothing
     env_spec = spec(env_id)
     recorded = dict(kwargs)
     kwargs = {**env_spec.kwargs, **kwargs}
