@@ -183,3 +183,12 @@ def test_eval_refuses_a_run_json_whose_env_was_changed_in_one_line(tmp_path, cap
             "be the run's"
         )
     assert not (run_dir / "policy.mp4").exists()
+
+
+def test_the_library_refuses_bad_env_options_with_an_error_not_an_exit():
+    """A library call raises what a caller can catch; the command turns it into its one line."""
+    from gymjax import envs
+
+    with pytest.raises(ValueError, match=r"--env-kwargs expects KEY=VALUE pairs, got 'fast'"):
+        envs.parse_env_kwargs(["fast"])
+    assert envs.parse_env_kwargs(["frame_skip=4", "solver=fast"]) == {"frame_skip": 4, "solver": "fast"}

@@ -85,5 +85,13 @@ def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
 
 def env_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], Env]:
     """``--env-kwargs`` parsed, and the env they build: checked before a command starts its work."""
-    env_kwargs = envs.parse_env_kwargs(args.env_kwargs)
+    env_kwargs = env_kwargs_arg(args.env_kwargs)
     return env_kwargs, make_env(args.env, env_kwargs)
+
+
+def env_kwargs_arg(pairs: list[str]) -> dict[str, Any]:
+    """``--env-kwargs`` as env options, or the command's one-line refusal."""
+    try:
+        return envs.parse_env_kwargs(pairs)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None

@@ -26,7 +26,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from gymjax import envs
 from gymjax.cli import common
 from gymjax.core import Env
 from gymjax.trainers import artifacts, best, distributed, files, reference, rundir, trackers
@@ -134,7 +133,7 @@ def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable
     except ValueError as e:
         raise SystemExit(f"invalid config: {e}") from None
     # A tuned preset's env options come with it; --env-kwargs replaces them.
-    env_kwargs = envs.parse_env_kwargs(args.env_kwargs) or getattr(preset, "env_kwargs", {})
+    env_kwargs = common.env_kwargs_arg(args.env_kwargs) or getattr(preset, "env_kwargs", {})
     record = rundir.new_record(
         env, config, env_kwargs=env_kwargs, preset=args.preset,
         metrics_format=_metrics_format(args), tensorboard=_tensorboard(args), video=args.video, minutes=args.minutes,

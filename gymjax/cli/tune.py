@@ -20,7 +20,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from gymjax import envs
 from gymjax.cli import common, run
 from gymjax.trainers import distributed, files
 from gymjax.trainers import tune as tuning
@@ -108,7 +107,7 @@ def _setup(args: argparse.Namespace) -> tuning.TuneSetup:
         base = PPOConfig.preset(args.preset, **overrides) if preset else PPOConfig(**overrides)
     except ValueError as e:
         raise SystemExit(f"invalid config: {e}") from None
-    env_kwargs = envs.parse_env_kwargs(args.env_kwargs)
+    env_kwargs = common.env_kwargs_arg(args.env_kwargs)
     env = common.make_env(env_id, env_kwargs)
     space = None
     if args.search_space is not None:

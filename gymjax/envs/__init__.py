@@ -206,18 +206,19 @@ def _built(env_id: str, kwargs: dict[str, Any], factory: Callable[..., Env]) -> 
 
 
 def parse_env_kwargs(pairs: list[str]) -> dict[str, Any]:
-    """``["KEY=VALUE", ...]`` from a command line as env options: JSON values, or bare words."""
+    """``["KEY=VALUE", ...]`` from a command line as env options: JSON values, or bare words.
+    ValueError, naming what was expected, for a pair without ``=`` or JSON nested past reading."""
     kwargs = {}
     for pair in pairs:
         if "=" not in pair:
-            raise SystemExit(f"--env-kwargs expects KEY=VALUE pairs, got {pair!r}")
+            raise ValueError(f"--env-kwargs expects KEY=VALUE pairs, got {pair!r}")
         key, text = pair.split("=", 1)
         try:
             kwargs[key] = json.loads(text)
         except json.JSONDecodeError:
             kwargs[key] = text  # a bare word, e.g. solver=fast
         except RecursionError:
-            raise SystemExit(f"--env-kwargs {key}: its JSON value is nested too deeply to read") from None
+            raise ValueError(f"--env-kwargs {key}: its JSON value is nested too deeply to read") from None
     return kwargs
 
 
