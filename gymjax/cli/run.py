@@ -30,8 +30,7 @@ from gymjax.cli import common
 from gymjax.core import Env
 from gymjax.trainers import artifacts, best, distributed, files, reference, rundir, trackers
 from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers import tune as tuning
-from gymjax.trainers.ppo import PPOConfig, TrainingStopped, budget, load_policy_and_meta, presets
+from gymjax.trainers.ppo import PPOConfig, TrainingStopped, budget, load_policy_and_meta, preset_file, presets
 from gymjax.trainers.ppo.acting import evaluate
 from gymjax.wrappers.training import make_eval_env
 
@@ -89,10 +88,10 @@ def preset_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _preset_file(text: str) -> tuning.PresetFile:
+def _preset_file(text: str) -> preset_file.PresetFile:
     try:
-        return tuning.read_preset_file(text)
-    except tuning.TuneError as e:
+        return preset_file.read_preset_file(text)
+    except preset_file.PresetFileError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
@@ -120,14 +119,13 @@ def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable
     """A new run's record from the flags; refused in one line before anything is written."""
     if args.preset and args.preset_file:
         raise SystemExit("--preset and --preset-file each give the config to start from; drop one of them")
-    preset = presets.get(args.preset) if args.preset else args.preset_file
     flag = f"--preset {args.preset}" if args.preset else "--preset-file"
-    if preset and args.env not in (None, preset.env_id):
-        raise SystemExit(
-            f"{flag} is tuned for {preset.env_id}, not --env {args.env}; drop one of them "
-            f"(presets: {presets.listing()})"
-        )
-    env = args.env or (preset.env_id if preset else common.DEFAULT_ENV)
+    try:
+        env, preset = presets.resolve(args.preset or args.preset_file, args.env, named=flag,
+                                      env_named=f"--env {args.env}")
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    env = env or common.DEFAULT_ENV
     try:
         config = PPOConfig(**{**(preset.settings if preset else {}), **overrides})
     except ValueError as e:

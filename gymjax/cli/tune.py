@@ -95,11 +95,11 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def _setup(args: argparse.Namespace) -> tuning.TuneSetup:
-    preset = presets.get(args.preset) if args.preset else None
-    if preset and args.env not in (None, preset.env_id):
-        raise SystemExit(f"--preset {args.preset} is tuned for {preset.env_id}, not --env {args.env}; "
-                         "drop one of them")
-    env_id = args.env or preset.env_id
+    try:
+        env_id, preset = presets.resolve(args.preset, args.env, named=f"--preset {args.preset}",
+                                         env_named=f"--env {args.env}")
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     overrides = run.config_overrides(args)
     if args.timesteps_per_trial is not None:
         overrides["num_timesteps"] = args.timesteps_per_trial

@@ -709,13 +709,9 @@ def new_record(
         except ValueError as e:
             raise RunDirectoryError(str(e)) from None
     try:
-        chosen = presets.get(preset) if preset else None
+        _, chosen = presets.resolve(preset or None, env, named=f"preset {preset}")
     except ValueError as e:
         raise RunDirectoryError(str(e)) from None
-    if chosen and env not in (None, chosen.env_id):
-        raise RunDirectoryError(
-            f"preset {preset} is tuned for {chosen.env_id}, not {env}; drop one of them (presets: {presets.listing()})"
-        )
     if not chosen and env is None:
         raise RunDirectoryError(f"name an env (a registered id) or a preset ({presets.listing()})")
     if config is None:

@@ -38,7 +38,6 @@ import json
 import math
 import os
 import pathlib
-import reprlib
 import socket
 import statistics
 import time
@@ -53,7 +52,10 @@ from gymjax import envs
 from gymjax.core import Env
 from gymjax.trainers import files
 from gymjax.trainers.hooks import Hook, Metrics, Progress, StopTraining
-from gymjax.trainers.ppo import PPOConfig, budget, train
+from gymjax.trainers.ppo import PPOConfig, budget, preset_file, train
+from gymjax.trainers.ppo.preset_file import PresetFile, PresetFileError, read_preset_file  # noqa: F401 (public names)
+from gymjax.trainers.ppo.preset_file import clip as _clip
+from gymjax.trainers.ppo.preset_file import short as _short
 from gymjax.trainers.ppo.train import TrainingDiverged, time_budget
 from gymjax.trainers.ppo.train import check as ppo_check
 
@@ -66,10 +68,6 @@ SETUP_ATTR = "gymjax_setup"  # the study's user attribute holding its TuneSetup
 # the next trial any process starts. Long beside the interval: a live process must never lose its trial.
 HEARTBEAT_INTERVAL_S = 60
 HEARTBEAT_GRACE_S = 300
-MAX_FILE_BYTES = 1 << 20  # a search space or preset file larger than this is not one
-# What a search space or preset file may expand to, YAML's aliases followed: hand-written ones hold
-# dozens of values, and a 700-byte file of nested aliases ("billion laughs") expands to 10^9.
-MAX_DATA_NODES = 100_000
 # How a trial's seeds make one value. The mean is the default: the median of 3 hides one seed that
 # fails (HalfCheetah's 5,228 beside two over 9,000 had the median of the three over 9,000), the min
 # ranks the unluckiest seed's noise; the mean keeps both the level and a third of any seed's failure.
@@ -81,6 +79,15 @@ DEFAULT_OBJECTIVE = "mean"
 
 class TuneError(ValueError):
     """A tune cannot start as asked; the message is one line naming what was expected."""
+
+
+def read_data_file(path: str | os.PathLike, what: str) -> Any:
+    """A search space's file (JSON or YAML, :func:`gymjax.trainers.ppo.preset_file.read_data_file`):
+    TuneError in one line when it cannot be read."""
+    try:
+        return preset_file.read_data_file(path, what)
+    except PresetFileError as e:
+        raise TuneError(str(e)) from None
 
 
 def import_optuna():
@@ -203,74 +210,6 @@ def task_kind(env_id: str, env: Env) -> str:
     return "mujoco" if physics or envs.spec(env_id).collection in ("brax", "playground") else "classic"
 
 
-def read_data_file(path: str | os.PathLike, what: str) -> Any:
-    """A JSON (``.json``) or YAML (``.yaml``, ``.yml``) file's content; TuneError in one line otherwise."""
-    path = pathlib.Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".json", ".yaml", ".yml"):
-        raise TuneError(f"{what} {path}: expected a .json, .yaml or .yml file")
-    try:
-        text = files.read_text(path, MAX_FILE_BYTES)  # regular files only, never waited on, capped
-    except files.UnsafePath as e:  # a link, a FIFO or device, or too large: its message names the file
-        raise TuneError(f"{what}: {e.strerror}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise TuneError(f"{what} {path}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
-    if suffix == ".json":
-        try:
-            return files.loads_json(text)
-        except ValueError as e:
-            raise TuneError(f"{what} {path}: not valid JSON: {e}") from None
-    try:
-        import yaml
-    except ImportError:
-        raise TuneError(f"{what} {path}: reading YAML needs PyYAML ({EXTRA}), or give the file as .json") \
-            from None
-    try:
-        return _bounded_yaml(yaml, text)
-    except yaml.YAMLError as e:
-        raise TuneError(f"{what} {path}: not valid YAML: {' '.join(str(e).split())[:300]}") from None
-    except RecursionError:
-        raise TuneError(f"{what} {path}: nested too deeply to read") from None
-    except _TooLarge:
-        raise TuneError(f"{what} {path}: its aliases expand to more than {MAX_DATA_NODES:,} values; "
-                        "a search space or preset holds dozens") from None
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def _bounded_yaml(yaml: Any, text: str) -> Any:
-    """``yaml.safe_load(text)``, refused (:class:`_TooLarge`) before anything is built when the document
-    would expand, its aliases followed, to more than :data:`MAX_DATA_NODES` values."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _expanded_size(node, {})
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
-
-
-def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
-    """The values under ``node`` with every alias expanded, counted once a node (an alias is the same
-    node object as its anchor), so that counting costs what the text does, not what it expands to."""
-    if id(node) in sizes:
-        return sizes[id(node)]
-    sizes[id(node)] = MAX_DATA_NODES + 1  # a node within itself (a recursive alias) is too large
-    children = node.value if isinstance(node.value, list) else []
-    size = 1
-    for child in children:
-        for item in child if isinstance(child, tuple) else (child,):  # a mapping's (key, value) pairs
-            size += _expanded_size(item, sizes)
-            if size > MAX_DATA_NODES:
-                raise _TooLarge
-    sizes[id(node)] = size
-    return size
-
-
 def parse_space(data: Any, base: PPOConfig, where: str = "search space") -> SearchSpace:
     """``{field: {type, low, high, log, choices}}`` as a :data:`SearchSpace`, every range checked
     against PPOConfig (``base`` with each end or choice) before any trial: TuneError in one line."""
@@ -326,10 +265,6 @@ def _parse_param(name: str, spec: Any, where: str) -> Param:
     return Param(kind, low, high, log)
 
 
-_REPR = reprlib.Repr()
-_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
-
-
 def _parse_choices(name: str, choices: Any, where: str) -> tuple[Any, ...]:
     """A categorical range's choices, each one Optuna can store (layer sizes as tuples)."""
     if not isinstance(choices, list) or not choices:
@@ -344,16 +279,6 @@ def _parse_choices(name: str, choices: Any, where: str) -> tuple[Any, ...]:
     if len(set(map(to_optuna, choices))) != len(choices):
         raise TuneError(f"{where}: choices repeat a value: {_short(choices)}")
     return tuple(choices)
-
-
-def _short(value: Any) -> str:
-    """``value`` as messages show it: bounded at every level, whatever it holds or expands to."""
-    text = _REPR.repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _finite(value: Any) -> bool:
@@ -884,55 +809,6 @@ def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
 
 
 
-@dataclasses.dataclass(frozen=True)
-class PresetFile:
-    """A preset written to a file (``gymjax tune``'s best configuration) for ``gymjax train
-    --preset-file``: :class:`~gymjax.trainers.ppo.presets.Preset`'s fields and the env's options.
-
-    Attributes:
-        name: what it is called (the study's name).
-        env_id, env_kwargs: the task it was tuned on.
-        settings: the PPOConfig fields that differ from the defaults.
-        origin: how it was made, in a line.
-        config: ``settings`` as a checked PPOConfig.
-    """
-
-    name: str
-    env_id: str
-    env_kwargs: dict[str, Any]
-    settings: dict[str, Any]
-    origin: str
-
-    @property
-    def config(self) -> PPOConfig:
-        return PPOConfig.from_dict(self.settings)
-
-    def to_json(self) -> dict[str, Any]:
-        return json.loads(json.dumps(dataclasses.asdict(self)))
-
-
-def read_preset_file(path: str | os.PathLike) -> PresetFile:
-    """A preset file (JSON or YAML), checked through PPOConfig: TuneError in one line otherwise."""
-    data = read_data_file(path, "preset file")
-    keys = [f.name for f in dataclasses.fields(PresetFile)]
-    expected = f"an object with {', '.join(keys)} (what gymjax tune writes)"
-    if not isinstance(data, dict) or not {"env_id", "settings"} <= set(data) or set(data) - set(keys):
-        raise TuneError(f"preset file {path}: expected {expected}, got {_short(data)}")
-    kinds = {"name": str, "env_id": str, "env_kwargs": dict, "settings": dict, "origin": str}
-    for key, value in data.items():
-        if not isinstance(value, kinds[key]):
-            raise TuneError(f"preset file {path}: expected {key} as a {kinds[key].__name__}, "
-                            f"got {_short(value)}")
-    try:
-        config = PPOConfig.from_dict(data["settings"])  # checked now, before any work
-    except (ValueError, TypeError, OverflowError) as e:
-        raise TuneError(f"preset file {path}: {_clip(str(e))}") from None
-    # JSON's lists as the config's tuples
-    settings = {name: getattr(config, name) for name in data["settings"]}
-    return PresetFile(data.get("name", pathlib.Path(path).stem), data["env_id"], data.get("env_kwargs", {}),
-                      settings, data.get("origin", ""))
-
-
 def best_preset(study: optuna.Study, setup: TuneSetup) -> PresetFile | None:
     """The best complete trial's config as a preset; None before any trial completes."""
     best = _best(study)
@@ -971,7 +847,7 @@ def check_out_dir(out: str | os.PathLike, study_name: str, storage: str | None) 
     if not marker.exists():
         return
     try:
-        held = files.loads_json(files.read_text(marker, MAX_FILE_BYTES))
+        held = files.loads_json(files.read_text(marker, preset_file.MAX_FILE_BYTES))
     except (OSError, ValueError):
         held = None
     mine = {"study_name": study_name, "storage": masked(storage)}

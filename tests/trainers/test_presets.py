@@ -109,3 +109,15 @@ def test_reference_refuses_envs_without_one_before_any_work():
         PPOTrainer(PPOConfig(reference_episodes=2), CartPole())
     assert gymjax.make("JaxCartPole-v0").env_id == "JaxCartPole-v0"
     assert PPOTrainer(PPOConfig(reference_episodes=2), gymjax.make("JaxCartPole-v0")).env_id == "JaxCartPole-v0"
+
+
+def test_a_preset_and_another_env_are_refused_in_one_place():
+    from gymjax.trainers.ppo import presets
+
+    assert presets.resolve("ant", None) == ("JaxAnt-v0", presets.get("ant"))
+    assert presets.resolve("JaxAnt-v0", "JaxAnt-v0")[1].name == "ant"  # its own env, named: fine
+    assert presets.resolve(None, "JaxCartPole-v0") == ("JaxCartPole-v0", None)
+    with pytest.raises(ValueError, match=r"^--preset ant is tuned for JaxAnt-v0, not --env JaxHopper-v0; drop one"):
+        presets.resolve("ant", "JaxHopper-v0", named="--preset ant", env_named="--env JaxHopper-v0")
+    with pytest.raises(ValueError, match=r"^preset ant is tuned for JaxAnt-v0, not JaxHopper-v0; drop one of them"):
+        presets.resolve("ant", "JaxHopper-v0")

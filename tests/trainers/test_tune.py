@@ -16,6 +16,7 @@ import pytest
 
 from gymjax.cli import main
 from gymjax.trainers import tune
+from gymjax.trainers.ppo import preset_file
 
 optuna = pytest.importorskip("optuna")  # the tune extra, in the dev extra
 
@@ -424,9 +425,10 @@ def test_files_that_expand_or_nest_without_bound_are_refused_in_one_line(tmp_pat
         text = f"env_id: JaxCartPole-v0\nsettings:\n  {text.replace(chr(10), chr(10) + '  ')}"
     path.write_text(text)
     started = time.monotonic()
-    with pytest.raises(tune.TuneError) as refused:
-        tune.read_preset_file(path) if as_preset else tune.parse_space(tune.read_data_file(path, "space"),
-                                                                        tune.PPOConfig())
+    # A preset file is read by `train --preset-file` too, without the tuning module: its own error.
+    with pytest.raises(preset_file.PresetFileError if as_preset else tune.TuneError) as refused:
+        preset_file.read_preset_file(path) if as_preset else tune.parse_space(tune.read_data_file(path, "space"),
+                                                                               tune.PPOConfig())
     message = str(refused.value)
     assert len(message) < 400 and "\n" not in message
     assert any(m in message for m in ("expand to more than", "nested too deeply", "not valid YAML",
@@ -466,8 +468,8 @@ def test_a_fifo_or_an_oversized_file_is_refused_not_waited_on(tmp_path):
     reader.join(10)  # reading a FIFO would wait for a writer forever
     assert refused == [f"space: {fifo} is not a regular file; gymjax wrote none such"]
     big = tmp_path / "big.json"
-    big.write_text(" " * (tune.MAX_FILE_BYTES + 1))
-    assert f"{big} is larger than {tune.MAX_FILE_BYTES:,} bytes" in _refusal(big)
+    big.write_text(" " * (preset_file.MAX_FILE_BYTES + 1))
+    assert f"{big} is larger than {preset_file.MAX_FILE_BYTES:,} bytes" in _refusal(big)
 
 
 def _refusal(path):

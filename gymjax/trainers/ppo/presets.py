@@ -198,6 +198,20 @@ def listing() -> str:
     return ", ".join(f"{p.name} ({p.env_id})" for p in PRESETS)
 
 
+def resolve(preset: Any, env_id: str | None, *, named: str | None = None,
+            env_named: str | None = None) -> tuple[str | None, Any]:
+    """The env a run trains and the preset it starts from (a :class:`Preset`, its name or id, or a
+    preset file's :class:`~gymjax.trainers.ppo.preset_file.PresetFile`; None: neither): the preset's
+    own env unless ``env_id`` is given. A preset and another env are refused, in one ValueError
+    naming both (``named``, ``env_named``: as the caller's user gave them): a preset's settings were
+    tuned for its own env. The one place this rule is written."""
+    chosen = get(preset) if isinstance(preset, str) else preset
+    if chosen is not None and env_id not in (None, chosen.env_id):
+        raise ValueError(f"{named or f'preset {chosen.name}'} is tuned for {chosen.env_id}, not "
+                         f"{env_named or env_id}; drop one of them (presets: {listing()})")
+    return env_id or (chosen.env_id if chosen is not None else None), chosen
+
+
 def get(name: str) -> Preset:
     """The preset named ``name``: its short name (``"ant"``) or its env id (``"JaxAnt-v0"``)."""
     if name not in _BY_NAME:
