@@ -5,15 +5,15 @@
 work.
 """
 
-from gymjax import cli
+from gymjax import program
 
-if cli.starts_the_program():
+if program.starts_the_program():
     # `python -m gymjax` imports this package before its __main__ runs, the gymjax script before
     # its entry point: the command's Ctrl-C guard starts here, ahead of the imports below
     # (gymnasium, numpy), where a Ctrl-C is a traceback, or is swallowed (raised in importlib's own
     # weakref callback, Python prints "Exception ignored" and goes on) and the run goes on.
     # Imported by any other program, gymjax leaves its process as it found it.
-    cli.guard_the_start()
+    program.guard_the_start()
 
 from gymjax import envs  # registers every id, with Gymnasium too
 

@@ -248,3 +248,20 @@ def test_a_ctrl_c_between_the_commands_return_and_the_programs_end_ends_it_with_
         "cli._InterruptGuard.ending = interrupted_first\n"
     )
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "result\n", "gymjax: interrupted\n")
+
+
+def test_the_root_package_does_not_import_the_command_line():
+    """The one arrow back up the layers (issue 50): ``import gymjax`` imported ``gymjax.cli``; the
+    program's Ctrl-C guard now lives in ``gymjax.program``, which imports the standard library only."""
+    import ast
+
+    import gymjax.program
+
+    code = ("import sys, gymjax\n"
+            "assert 'gymjax.cli' not in sys.modules, sorted(m for m in sys.modules if m.startswith('gymjax'))\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    tree = ast.parse(pathlib.Path(gymjax.program.__file__).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
