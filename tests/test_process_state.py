@@ -265,3 +265,12 @@ def test_the_root_package_does_not_import_the_command_line():
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_importing_the_checkpoints_leaves_logging_as_it_was():
+    """quiet.py added its filter to the absl logger at import; it goes on when orbax is first used."""
+    code = ("import logging\n"
+            "before = list(logging.getLogger('absl').filters)\n"
+            "import gymjax.trainers.checkpoint\n"
+            "assert logging.getLogger('absl').filters == before, logging.getLogger('absl').filters\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -364,7 +364,9 @@ def _join_started_since(threads: set[threading.Thread], wait_s: float) -> None:
 
 
 def _handlers() -> ocp.CheckpointHandlerRegistry:
-    """The handlers of a step's array items (:func:`quiet.array_handler`); the JSON items' are orbax's."""
+    """The handlers of a step's array items (:func:`quiet.array_handler`); the JSON items' are orbax's.
+    Every orbax object gymjax builds takes these, so its log filter goes on here, first."""
+    quiet.filter_missing_metadata()
     registry = ocp.DefaultCheckpointHandlerRegistry()
     for item in (STATE, POLICY):
         handler = quiet.array_handler()

@@ -30,7 +30,17 @@ import orbax.checkpoint as ocp
 
 ABSL = logging.getLogger("absl")
 
-ABSL.addFilter(lambda record: "Metadata file does not exist" not in record.getMessage())
+
+def _not_missing_metadata(record: logging.LogRecord) -> bool:
+    return "Metadata file does not exist" not in record.getMessage()
+
+
+def filter_missing_metadata() -> None:
+    """Drops orbax's WARNING for a step directory without its metadata file (checkpoint.py reports
+    such a step itself, once) from the ``absl`` logger; once, when gymjax first builds an orbax
+    object, never at import: importing a module leaves the process's logging as it was."""
+    if _not_missing_metadata not in ABSL.filters:
+        ABSL.addFilter(_not_missing_metadata)
 
 
 # -- the arrays of a batch, all awaited ------------------------------------------------------
