@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import NoReturn
 
 # A Ctrl-C whose KeyboardInterrupt was swallowed (raised inside a garbage-collector callback,
@@ -151,3 +152,24 @@ class InterruptGuard:
         self.done.set()
         if sys.unraisablehook == self.unraisable:  # else one laid over it since, which calls it: kept
             sys.unraisablehook = self.previous_unraisable
+
+
+def start_ticks(pid: int | str = "self") -> int | None:
+    """When process ``pid`` started, in clock ticks after boot (``/proc/<pid>/stat``'s 22nd field, as
+    ``/proc/uptime`` counts); None where unknown (not Linux, or no such process). With the pid it
+    names one process: a pid is reused, a (pid, start) pair is not."""
+    try:
+        # The 2nd field, the command's name, may hold spaces and parentheses: split after its last ")".
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def started_at() -> float | None:
+    """This process's start as a ``time.time()``; None where unknown."""
+    ticks = start_ticks()
+    try:
+        uptime = float(open("/proc/uptime").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if ticks is None else time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))

@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from gymjax import program
 from gymjax.cli import common
 from gymjax.core import Env
 from gymjax.trainers import artifacts, best, distributed, files, reference, rundir, trackers
@@ -213,15 +214,8 @@ def _check_minutes_flags(args: argparse.Namespace) -> None:
 def _started_at(args: argparse.Namespace) -> float:
     """When --minutes starts counting: at this process's start (its imports count) when it runs
     this command line, else now (main() called from Python)."""
-    if args.argv == sys.argv[1:]:
-        try:
-            # /proc/self/stat's 22nd field: the start, in clock ticks after boot, as /proc/uptime counts.
-            ticks = int(pathlib.Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-            uptime = float(pathlib.Path("/proc/uptime").read_text().split()[0])
-            return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
-        except (OSError, ValueError, IndexError):
-            pass  # not Linux: from now
-    return time.time()
+    started = program.started_at() if args.argv == sys.argv[1:] else None
+    return time.time() if started is None else started  # not Linux: from now
 
 
 def train_command(args: argparse.Namespace) -> int:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import jax
 
-from gymjax import envs
+from gymjax import envs, program
 from gymjax.core import Env
 from gymjax.trainers import files
 from gymjax.trainers.hooks import Hook, Metrics, Progress, StopTraining
@@ -578,19 +578,9 @@ def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> 
 # -- who runs a trial ------------------------------------------------------------------------------
 
 
-def _start_ticks(pid: int) -> int | None:
-    """When process ``pid`` started, in clock ticks after boot (``/proc``); None where unknown. With
-    the pid it names one process: a pid is reused, a (pid, start) pair is not."""
-    try:
-        # The 22nd field; the 2nd, the command's name, may hold spaces and parentheses.
-        return int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def this_process() -> dict[str, Any]:
     """The ``worker`` a trial records: this process's host, pid and start."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "start": _start_ticks(os.getpid())}
+    return {"host": socket.gethostname(), "pid": os.getpid(), "start": program.start_ticks(os.getpid())}
 
 
 def _alive(worker: Mapping[str, Any]) -> bool:
@@ -604,7 +594,7 @@ def _alive(worker: Mapping[str, Any]) -> bool:
         return False
     except PermissionError:
         pass  # another user's process with that pid
-    start = _start_ticks(pid)
+    start = program.start_ticks(pid)
     return start is None or worker.get("start") is None or start == worker.get("start")
 
 
