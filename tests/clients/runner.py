@@ -147,6 +147,32 @@ def setting() -> str:
     return f"Versions: {listed}. {os.cpu_count()} CPUs; load average (1 min) at the start: {os.getloadavg()[0]:.2f}."
 
 
+# Cases reached through a client that the harness does not run (yet), kept with the table so that
+# writing it again keeps them.
+KNOWN_LIMITS = "\n".join([
+    '## Reached through a client: the fork limit',
+    '',
+    (
+        'Not a row of the table above (kept by hand in `tests/clients/runner.py`, `KNOWN_LIMITS`: the '
+        "harness has no torchrl case of it yet). JAX's threads"
+    ),
+    'do not survive `fork`, so a gymjax env cannot start in a process forked after JAX ran in its parent',
+    '(docs/design.md, "Forks"); a client can start JAX in the parent without the user asking:',
+    '',
+    '| client | what was run | env id | result | first error line, or note |',
+    '|---|---|---|---|---|',
+    (
+        "| torchrl | `ParallelEnv(2, lambda: GymEnv(id), mp_start_method='fork')` | JaxWalker2d-v0 | "
+        'refused | Its `EnvCreator` makes and resets one env in the parent to read the specs (JAX '
+        'starts), then forks: each worker raises `RuntimeError: gymjax envs cannot start in a process '
+        'forked after JAX started ...`, which names this case, and the parent gets `EOFError`. Ways out:'
+        " leave `mp_start_method` at torchrl's default, or pass `'spawn'` or `'forkserver'`; or run "
+        'nothing of JAX in the parent before it forks. |'
+    ),
+    '',
+])
+
+
 def markdown(rows: list[tuple[Case, Record]], command: str, setting: str) -> str:
     """The table of a run (``setting``: its versions and load, taken at its start): a row per case, the counts."""
     cell = lambda text: "`" + text.replace("|", "\\|").replace("`", "'") + "`"
@@ -183,4 +209,5 @@ def markdown(rows: list[tuple[Case, Record]], command: str, setting: str) -> str
         "",
         f"{counts} of {len(rows)} cases; {len(references)} run Gymnasium's own env (reference), {passed} pass.",
         "",
+        KNOWN_LIMITS,
     ])
