@@ -920,6 +920,7 @@ def _seeds_figure(study: optuna.Study) -> Any:
     yardstick = [t.number for t in trials if "yardstick" in t.user_attrs]
     for number in yardstick:
         ax.axvline(number, color="gray", lw=0.8, ls=":", label="the base config (yardstick)")
+    ax.set_xticks([t.number for t in trials])
     ax.set_xlabel("trial")
     ax.set_ylabel("return")
     ax.set_title(f"{study.study_name}: every seed of every trial that finished its runs", fontsize=10)
