@@ -170,14 +170,20 @@ def _build_in_child(queue):
         queue.put(str(e))
 
 
-def test_a_fork_after_jax_started_is_refused_not_hung():
-    jax.numpy.zeros(1).block_until_ready()  # JAX is running in this process
+def _refusal_in_a_forked_child():
+    """What a gymjax env built in a child forked from this process says."""
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_build_in_child, args=(queue,))
     child.start()
     message = queue.get(timeout=60)
     child.join(timeout=30)
+    return message
+
+
+def test_a_fork_after_jax_started_is_refused_not_hung():
+    jax.numpy.zeros(1).block_until_ready()  # JAX is running in this process
+    message = _refusal_in_a_forked_child()
     assert "forked after JAX started" in message and "spawn" in message
 
 
@@ -187,12 +193,7 @@ def test_the_fork_refusal_names_torchrls_fork_start_and_its_ways_out():
     parent sees an EOFError; the worker's message is the user's only clue, so it names the case."""
     parent = gymnasium.make("JaxCartPole-v0")
     parent.reset(seed=0)  # what EnvCreator does to read the specs
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_build_in_child, args=(queue,))
-    child.start()
-    message = queue.get(timeout=60)
-    child.join(timeout=30)
+    message = _refusal_in_a_forked_child()
     assert "torchrl's ParallelEnv(n, make_env, mp_start_method='fork')" in message
     assert "EnvCreator" in message and "torchrl's default" in message
     assert "'spawn' or 'forkserver'" in message and "in the workers only" in message
