@@ -428,21 +428,21 @@ def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
 def _before_the_guard(err: str) -> bool:
     """Whether ``err`` is Python's own KeyboardInterrupt traceback from before gymjax's Ctrl-C guard
     is in place: every frame runpy's or importlib's, the guard's import in ``gymjax/__init__.py``, or
-    the guard's module loading, the standard library's modules it imports included (``typing``,
-    ``threading``). No gymjax code can catch those; one anywhere later is a defect."""
+    the guard's module (:mod:`gymjax.program`) loading, the standard library's modules it imports
+    included (``typing``, ``threading``). No gymjax code can catch those; one anywhere later is a defect."""
     import re
     import sysconfig
 
     frames = re.findall(r'File "([^"]+)", line \d+, in (\S+)\n(?: {4}(.*)\n)?', err)
     guard_import = os.path.join("gymjax", "__init__.py")
-    guard_module = os.path.join("gymjax", "cli", "__init__.py")
+    guard_module = os.path.join("gymjax", "program.py")
     stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "")
     in_guard_module = False
     for path, where, line in frames:
         if path.endswith(guard_module) and where == "<module>":
             in_guard_module = True
         elif not (path.startswith("<frozen ")
-                  or (path.endswith(guard_import) and line == "from gymjax import cli")
+                  or (path.endswith(guard_import) and line == "from gymjax import program")
                   or (in_guard_module and path.startswith(stdlib))):
             return False
     return err.rstrip().endswith("KeyboardInterrupt") and err.count("Traceback") == 1
@@ -450,7 +450,7 @@ def _before_the_guard(err: str) -> bool:
 
 def test_an_interrupt_before_the_guard_is_told_apart_from_one_after():
     python = 'Traceback (most recent call last):\n  File "<frozen runpy>", line 189, in _run_module_as_main\n'
-    guard = '  File "/r/gymjax/__init__.py", line 15, in <module>\n    from gymjax import cli\n'
+    guard = '  File "/r/gymjax/__init__.py", line 8, in <module>\n    from gymjax import program\n'
     later = '  File "/r/gymjax/cli/run.py", line 9, in main\n    train()\n'
     assert _before_the_guard(python + guard + "KeyboardInterrupt\n")
     assert not _before_the_guard(python + guard + later + "KeyboardInterrupt\n")
@@ -461,7 +461,7 @@ def test_an_interrupt_before_the_guard_is_told_apart_from_one_after():
     # the guard's module loading the standard library's modules it imports (typing): before the guard
     import sysconfig
 
-    module = '  File "/r/gymjax/cli/__init__.py", line 22, in <module>\n    from typing import NoReturn\n'
+    module = '  File "/r/gymjax/program.py", line 16, in <module>\n    from typing import NoReturn\n'
     typing = f'  File "{os.path.join(sysconfig.get_paths()["stdlib"], "typing.py")}", line 2769, in <module>\n'
     assert _before_the_guard(python + guard + module + typing + "KeyboardInterrupt\n")
     assert not _before_the_guard(python + guard + typing + "KeyboardInterrupt\n")  # not under the guard's module
