@@ -21,7 +21,7 @@ file and a JSON line ``{wall_s, env_steps, file}``, the clock counting from the 
 of the process (imports and compilation included), the time spent saving taken off; a gymjax
 arm's line adds ``eval_return``, the trainer's own evaluation of that policy, where it made one.
 The evaluator then plays chosen snapshots on Gymnasium's env, apart from training; and the best
-snapshot, the one a gymjax run directory keeps (:mod:`gymjax.trainers.best`: the first with the
+snapshot, the one a gymjax run directory keeps (:mod:`gymjax.trainers.store.best`: the first with the
 highest ``eval_return``), into ``best.json``: its return is measured there, on Gymnasium's
 episodes, never taken from the evaluation that chose it.
 """
@@ -314,9 +314,9 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
     import jax
 
     import gymjax
-    from gymjax.trainers.best import METRIC
     from gymjax.trainers.hooks import Hook, StopTraining
     from gymjax.trainers.ppo import PPOConfig, train
+    from gymjax.trainers.store.best import METRIC
 
     evaluated = {}  # env steps -> the trainer's evaluation of the policy then, for its snapshot
 

@@ -298,7 +298,7 @@ def write(
 ) -> list[pathlib.Path]:
     """Writes ``<stem>.json``, ``<stem>.md`` (title, :func:`header`, ``markdown``) and, given ``plot``,
     ``<stem>.png``; each is put in place by an atomic rename. Returns their paths."""
-    from gymjax.trainers import files
+    from gymjax.trainers.store import files
 
     stem = stem or record["benchmark"]
     out.mkdir(parents=True, exist_ok=True)

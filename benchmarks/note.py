@@ -36,7 +36,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
         notes[args.task] = args.text
     else:
         notes.pop(args.task, None)
-    from gymjax.trainers import files
+    from gymjax.trainers.store import files
 
     files.replace_text(path, json.dumps(record, indent=1, default=float) + "\n")
     print(f"{'noted' if args.text else 'removed the note of'} {args.task} in {path}")

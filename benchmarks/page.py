@@ -69,7 +69,7 @@ def main(args: argparse.Namespace, argv: list[str]) -> int:
             print(f"{path} is out of date: run python -m benchmarks page")
             return 1
         return 0
-    from gymjax.trainers import files
+    from gymjax.trainers.store import files
 
     files.replace_text(path, text)
     print(f"wrote {path}")

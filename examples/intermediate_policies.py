@@ -13,8 +13,8 @@ import pickle
 import jax
 
 import gymjax
-from gymjax.trainers import artifacts
 from gymjax.trainers.ppo import PPOConfig, train
+from gymjax.trainers.runs import artifacts
 from gymjax.wrappers.training import EpisodeWrapper
 
 

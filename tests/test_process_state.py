@@ -57,11 +57,11 @@ def test_a_program_run_with_python_m_that_imports_gymjax_keeps_its_process(tmp_p
 
 def test_a_training_run_in_process_leaves_the_sys_hooks_as_python_has_them(tmp_path):
     code = SNAPSHOT + (
-        "from gymjax.trainers import rundir\n"
+        "from gymjax.trainers import runs\n"
         "from gymjax.trainers.ppo import PPOConfig\n"
         "config = PPOConfig(num_timesteps=2 * 8 * 16, num_envs=8, unroll_length=16, num_minibatches=2,\n"
         "                   update_epochs=1, num_evals=2, num_eval_envs=4)\n"
-        f"rundir.train({str(tmp_path / 'run')!r}, 'JaxCartPole-v0', config, video=False, console=False,\n"
+        f"runs.train({str(tmp_path / 'run')!r}, 'JaxCartPole-v0', config, video=False, console=False,\n"
         "             progress_bar=False)\n"
         "from gymjax.trainers.ppo import load_policy\n"
         f"load_policy({str(tmp_path / 'run' / 'checkpoints')!r})\n"
@@ -271,6 +271,6 @@ def test_importing_the_checkpoints_leaves_logging_as_it_was():
     """quiet.py added its filter to the absl logger at import; it goes on when orbax is first used."""
     code = ("import logging\n"
             "before = list(logging.getLogger('absl').filters)\n"
-            "import gymjax.trainers.checkpoint\n"
+            "import gymjax.trainers.store.checkpoint\n"
             "assert logging.getLogger('absl').filters == before, logging.getLogger('absl').filters\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -75,11 +75,11 @@ def add_run_dir(parser: argparse.ArgumentParser) -> None:
 def make_env(env_id: str, env_kwargs: dict[str, Any]) -> Env:
     """The functional env, or one line saying why it cannot be built: an unknown id (the line lists the
     registered ones) or options the env does not take."""
-    from gymjax.trainers import rundir  # the trainer's stack, for the commands that need it
+    from gymjax.trainers import runs  # the trainer's stack, for the commands that need it
 
     try:
-        return rundir.make_env(env_id, env_kwargs)
-    except rundir.RunDirectoryError as e:
+        return runs.make_env(env_id, env_kwargs)
+    except runs.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
 
 

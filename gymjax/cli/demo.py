@@ -12,7 +12,7 @@ import numpy as np
 from tqdm import tqdm
 
 from gymjax.cli import common
-from gymjax.trainers import artifacts
+from gymjax.trainers.runs import artifacts
 
 # Random actions drawn once and cycled: sampling a fresh batch every step would time NumPy, not the env.
 ACTION_BATCHES = 8

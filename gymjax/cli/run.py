@@ -1,7 +1,7 @@
 """``gymjax train | eval | render``: PPO runs kept in a run directory.
 
 This module parses flags; the run directory (its lifecycle, what it refuses, what it guarantees)
-is :mod:`gymjax.trainers.rundir`, which the Python API shares.
+is :mod:`gymjax.trainers.runs`, which the Python API shares.
 
 Every :class:`PPOConfig` field is a ``gymjax train`` flag (``--num-envs``,
 ``--learning-rate``, ``--normalize-observations/--no-normalize-observations``,
@@ -29,10 +29,12 @@ import numpy as np
 from gymjax import program
 from gymjax.cli import common
 from gymjax.core import Env
-from gymjax.trainers import artifacts, best, distributed, files, reference, rundir, trackers
-from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers import distributed, reference, runs
 from gymjax.trainers.ppo import PPOConfig, TrainingStopped, budget, load_policy_and_meta, preset_file, presets
 from gymjax.trainers.ppo.acting import evaluate
+from gymjax.trainers.runs import artifacts, trackers
+from gymjax.trainers.store import best, files
+from gymjax.trainers.store import checkpoint as ckpt
 from gymjax.wrappers.training import make_eval_env
 
 # -- config fields as flags ------------------------------------------------------------
@@ -113,10 +115,10 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k in names}
 
 
-# -- train: flags to a run directory (gymjax.trainers.rundir keeps it) --------------------
+# -- train: flags to a run directory (gymjax.trainers.runs keeps it) --------------------
 
 
-def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
+def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], runs.Plan]:
     """A new run's record from the flags; refused in one line before anything is written."""
     if args.preset and args.preset_file:
         raise SystemExit("--preset and --preset-file each give the config to start from; drop one of them")
@@ -133,20 +135,20 @@ def _fresh_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable
         raise SystemExit(f"invalid config: {e}") from None
     # A tuned preset's env options come with it; --env-kwargs replaces them.
     env_kwargs = common.env_kwargs_arg(args.env_kwargs) or getattr(preset, "env_kwargs", {})
-    record = rundir.new_record(
+    record = runs.new_record(
         env, config, env_kwargs=env_kwargs, preset=args.preset,
         metrics_format=_metrics_format(args), tensorboard=_tensorboard(args), video=args.video, minutes=args.minutes,
     )
-    return lambda: rundir.plan_fresh(args.run_dir, record, _trackers(args), _tracker_options(args))
+    return lambda: runs.plan_fresh(args.run_dir, record, _trackers(args), _tracker_options(args))
 
 
-LOGGERS = (*rundir.METRICS_FORMATS, "tensorboard", *trackers.NAMES)
+LOGGERS = (*runs.METRICS_FORMATS, "tensorboard", *trackers.NAMES)
 
 
 def _metrics_format(args: argparse.Namespace) -> str:
     """The metrics file's format: --metrics-format or a csv/jsonl --logger (csv when neither says)."""
     chosen = {*([args.metrics_format] if args.metrics_format else []),
-              *(name for name in args.logger if name in rundir.METRICS_FORMATS)}
+              *(name for name in args.logger if name in runs.METRICS_FORMATS)}
     if len(chosen) > 1:
         raise SystemExit(f"one metrics file per run: pick one of {sorted(chosen)} (--logger / --metrics-format)")
     return chosen.pop() if chosen else "csv"
@@ -170,18 +172,18 @@ def _tracker_options(args: argparse.Namespace) -> trackers.TrackerOptions:
     )
 
 
-def _resume_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], rundir.Plan]:
+def _resume_plan(args: argparse.Namespace, overrides: dict[str, Any]) -> Callable[[], runs.Plan]:
     changed = sorted(set(overrides) - {"num_timesteps"})
     changed += ["--env-kwargs"] * bool(args.env_kwargs) + ["--preset"] * bool(args.preset)
     changed += ["--preset-file"] * bool(args.preset_file)
     changed += ["--minutes"] * (args.minutes is not None)  # a timed run continues the steps it chose
     if changed:
         raise SystemExit(
-            f"--resume continues {args.run_dir} as configured in {rundir.RUN_FILE}; only --timesteps may change "
+            f"--resume continues {args.run_dir} as configured in {runs.RUN_FILE}; only --timesteps may change "
             f"(to train longer): drop {changed}"
         )
     timesteps = overrides.get("num_timesteps")
-    return lambda: rundir.plan_resume(
+    return lambda: runs.plan_resume(
         args.run_dir, timesteps, video=args.video, tensorboard=_tensorboard(args), loggers=_trackers(args),
         tracker_options=_tracker_options(args),
     )
@@ -204,7 +206,7 @@ def _check_minutes_flags(args: argparse.Namespace) -> None:
         raise SystemExit("--minutes chooses --timesteps for the budget (and run.json records them); give one of them")
     several = [flag for flag, on in (("--local-processes", args.local_processes), ("--distributed", args.distributed),
                                      ("--coordinator", args.coordinator)) if on]
-    if several:  # a process of a run started otherwise (JAX_COORDINATOR_ADDRESS) is refused by rundir
+    if several:  # a process of a run started otherwise (JAX_COORDINATOR_ADDRESS) is refused by gymjax.trainers.runs
         raise SystemExit(
             f"--minutes times one process; drop {' '.join(several)} or give --timesteps "
             "(a one-process --minutes run prints the steps it chose)"
@@ -226,15 +228,15 @@ def train_command(args: argparse.Namespace) -> int:
     overrides = config_overrides(args)
     try:
         plan = (_resume_plan if args.resume else _fresh_plan)(args, overrides)
-    except rundir.RunDirectoryError as e:
+    except runs.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
-    checkpoints = args.run_dir / rundir.CHECKPOINTS
+    checkpoints = args.run_dir / runs.CHECKPOINTS
     resume_hint = (
         f"gymjax train --run-dir {shlex.quote(str(args.run_dir))} --resume" + distributed.same_processes_flags()
     )
     try:
-        rundir.run(plan, console=not args.quiet, progress_bar=not args.quiet, started_at=started_at)
-    except rundir.RunDirectoryError as e:
+        runs.run(plan, console=not args.quiet, progress_bar=not args.quiet, started_at=started_at)
+    except runs.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
     except TrainingStopped as e:
         if e.checkpoint is None:
@@ -316,12 +318,12 @@ class SavedPolicy:
 def _saved_policy(path: pathlib.Path, deterministic: bool = True, which: str = "last") -> SavedPolicy:
     """The run's last policy, or its best evaluated one (``which="best"``)."""
     try:
-        directory = rundir.RunDirectory(path)
+        directory = runs.RunDirectory(path)
         record = directory.read()
         env = directory.recorded_env(record)
         policy, meta = load_policy_and_meta(directory.checkpoints, deterministic=deterministic, policy=which)
         directory.check_policy_env(record, env, meta)
-    except rundir.RunDirectoryError as e:
+    except runs.RunDirectoryError as e:
         raise SystemExit(str(e)) from None
     except (FileNotFoundError, ckpt.CheckpointError) as e:
         raise SystemExit(f"{path}: {e}") from None
@@ -379,7 +381,7 @@ def render_command(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.suffix.lower() != ".mp4":
         raise SystemExit(f"--out {args.out}: expected a .mp4 path (the video is written with ffmpeg as MP4)")
     saved = _saved_policy(args.run_dir, which=args.policy)
-    env, steps = rundir.video_env(saved.env, saved.config)
+    env, steps = runs.video_env(saved.env, saved.config)
     # The best policy's video beside the last one's, never over it.
     out = args.out or args.run_dir / ("policy.mp4" if args.policy == "last" else f"policy_{args.policy}.mp4")
     try:
@@ -455,7 +457,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                    help="instead of --timesteps: time this machine first, then train the most env steps that end by "
                         "M minutes after the command started (compile, evaluations and checkpoints included); "
                         "printed and recorded in run.json, so --resume continues them and --timesteps replays them")
-    p.add_argument("--metrics-format", choices=rundir.METRICS_FORMATS, default=None,
+    p.add_argument("--metrics-format", choices=runs.METRICS_FORMATS, default=None,
                    help="metrics file format (default: csv); the metrics file is always written")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars to DIR/tensorboard")
     _add_logger_flags(p)

@@ -21,9 +21,10 @@ from typing import Any
 from tqdm import tqdm
 
 from gymjax.cli import common, run
-from gymjax.trainers import distributed, files
+from gymjax.trainers import distributed
 from gymjax.trainers import tune as tuning
 from gymjax.trainers.ppo import PPOConfig, presets
+from gymjax.trainers.store import files
 
 POLL_S = 1.0  # how often the workers' progress is read from the storage
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from gymjax.trainers import files
 from gymjax.trainers.hooks import Hook, Metrics, Progress
+from gymjax.trainers.store import files
 
 
 def _number(value: Any) -> float | int:
@@ -85,7 +85,7 @@ class CSVLogger(_FileLogger):
 
     Columns are the union of all metric names seen (evaluation columns appear
     in the epochs that evaluated, blank elsewhere). The file is rewritten whole
-    every epoch with :func:`gymjax.trainers.files.replace_text`, so it is never half-written; rows
+    every epoch with :func:`gymjax.trainers.store.files.replace_text`, so it is never half-written; rows
     already in the file (from a run being resumed) are kept.
     """
 
@@ -175,7 +175,7 @@ def drop_rows_after(path: str | os.PathLike, env_steps: int) -> int:
 
     A run resumed from a checkpoint older than its last logged epoch replays
     those epochs; dropping their old rows first keeps one row per epoch. The
-    file is rewritten with :func:`gymjax.trainers.files.replace_text`.
+    file is rewritten with :func:`gymjax.trainers.store.files.replace_text`.
     """
     path = pathlib.Path(path)
     if not path.exists():

@@ -1,4 +1,4 @@
-"""The best evaluated policy, kept beside the last (gymjax.trainers.best): chosen by the trainer's
+"""The best evaluated policy, kept beside the last (gymjax.trainers.store.best): chosen by the trainer's
 evaluation, surviving a kill and a resume, loaded by ``load_policy``/``eval``/``render``, refused
 cleanly when absent, linked or another run's, and never lost to a kill during its save."""
 
@@ -13,10 +13,11 @@ import pytest
 from ppo_configs import TINY, StopAfter
 
 from gymjax.cli import main
-from gymjax.trainers import best, rundir
-from gymjax.trainers import checkpoint as ckpt
+from gymjax.trainers import runs
 from gymjax.trainers.loggers import read_rows
 from gymjax.trainers.ppo import load_policy, load_policy_and_meta
+from gymjax.trainers.store import best
+from gymjax.trainers.store import checkpoint as ckpt
 
 ENV = "JaxCartPole-v0"
 # 8 epochs of one iteration, an evaluation after each. With seed 0 the evaluations peak at
@@ -46,9 +47,9 @@ def killed_and_resumed(tmp_path_factory):
     """A run killed after epoch 3's checkpoint, resumed to the end; and its best as the kill left it."""
     run_dir = tmp_path_factory.mktemp("best") / "run"
     with pytest.raises(KeyboardInterrupt):
-        rundir.train(run_dir, ENV, CONFIG, hooks=[StopAfter(KILLED_AFTER)], **QUIET)
+        runs.train(run_dir, ENV, CONFIG, hooks=[StopAfter(KILLED_AFTER)], **QUIET)
     before = best_meta(run_dir)
-    rundir.train(run_dir, resume=True, **QUIET)
+    runs.train(run_dir, resume=True, **QUIET)
     return run_dir, before
 
 
@@ -149,7 +150,7 @@ def test_a_fresh_run_refuses_a_directory_holding_a_best(killed_and_resumed, tmp_
     run_dir = tmp_path / "fresh"
     shutil.copytree(killed_and_resumed[0] / "checkpoints" / "best", run_dir / "checkpoints" / "best")
     with pytest.raises(ckpt.CheckpointError, match="holds the best policy of another run"):
-        rundir.train(run_dir, ENV, CONFIG, **QUIET)
+        runs.train(run_dir, ENV, CONFIG, **QUIET)
     assert not (run_dir / "run.json").exists()  # refused before run.json was written
     assert best_meta(run_dir)["best"] == best_meta(killed_and_resumed[0])["best"]
 
@@ -159,7 +160,7 @@ def test_a_resume_refuses_another_runs_best(copy):
     meta = json.loads(meta_file.read_text())
     meta_file.write_text(json.dumps({**meta, "run_id": "f" * 32}))
     with pytest.raises(ckpt.CheckpointError, match="holds the best policy of run ffffffff, not of run"):
-        rundir.train(copy, resume=True, num_timesteps=9 * 8 * 16, **QUIET)
+        runs.train(copy, resume=True, num_timesteps=9 * 8 * 16, **QUIET)
     assert ckpt.step_dirs(copy / "checkpoints")[-1] == 8  # nothing trained
 
 
@@ -243,9 +244,9 @@ def test_a_best_a_save_would_fail_on_is_refused_as_a_fresh_run_starts(tmp_path):
     run_dir = tmp_path / "run"
     (run_dir / "checkpoints").mkdir(parents=True)
     path = _plant(run_dir / "checkpoints", "best is a file")
-    with pytest.raises(rundir.RunDirectoryError,
+    with pytest.raises(runs.RunDirectoryError,
                        match=r"checkpoints/best is a regular file, not gymjax's: .*move it away$"):
-        rundir.train(run_dir, ENV, CONFIG, **QUIET)
+        runs.train(run_dir, ENV, CONFIG, **QUIET)
     assert not (run_dir / "run.json").exists() and not ckpt.step_dirs(run_dir / "checkpoints")
     assert path.read_text() == "saved by someone"
 

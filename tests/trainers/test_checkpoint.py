@@ -19,8 +19,8 @@ import pytest
 from ppo_configs import TINY, StopAfter
 
 from gymjax.envs.classic import CartPole
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo import PPOTrainer, SavedMeta, TrainingDiverged, load_policy, load_policy_and_meta, train
+from gymjax.trainers.store import checkpoint as ckpt
 
 ENV = "JaxCartPole-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -335,7 +335,7 @@ def test_a_save_that_fills_the_disk_says_one_line_and_leaves_the_sys_hooks_alone
     code = textwrap.dedent(f"""
         import pathlib, shutil, sys
         import numpy as np
-        from gymjax.trainers import checkpoint as ckpt
+        from gymjax.trainers.store import checkpoint as ckpt
 
         state = {{f"a{{i}}": np.full((64, 1024), i, np.float32) for i in range(40)}}
         for attempt in range(5):

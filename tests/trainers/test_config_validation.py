@@ -9,8 +9,8 @@ import pytest
 
 import gymjax
 from gymjax.envs.classic import CartPole
-from gymjax.trainers.checkpoint import IncompatibleCheckpoint
 from gymjax.trainers.ppo import PPOConfig, PPOTrainer, SavedMeta, resume
+from gymjax.trainers.store.checkpoint import IncompatibleCheckpoint
 
 BAD = [
     # (field, value, words the message must hold)

@@ -18,10 +18,11 @@ import pytest
 from child_signals import from_a_terminal  # tests/child_signals.py
 
 from gymjax.cli import main
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers import distributed
 from gymjax.trainers.loggers import read_rows
 from gymjax.trainers.ppo import load_policy
+from gymjax.trainers.store import checkpoint as ckpt
+from gymjax.trainers.store import files
 
 # Two or three processes of JAX each, with deadlines of their own: alone, not beside an xdist worker.
 pytestmark = pytest.mark.serial
@@ -340,7 +341,7 @@ def test_a_second_writer_in_several_processes_is_refused_in_every_process(tmp_pa
     """Process 0 alone takes the run directory's lock; its refusal stops the others too, in one
     line each, instead of a C++ abort of both when process 1 trains on alone."""
     run_dir = tmp_path / "run"
-    lock = ckpt.DirectoryLock(run_dir, "run directory")  # another writer holds it
+    lock = files.DirectoryLock(run_dir, "run directory")  # another writer holds it
     try:
         [(code, lines, seconds)] = one_line_failures([("train", *FLAGS, "--run-dir", run_dir, "--local-processes", 2)])
     finally:

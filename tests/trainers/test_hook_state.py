@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from ppo_configs import TINY, StopAfter
 
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import EarlyStopping, Hook, Hooks, HookStateError, Progress, StopTraining
 from gymjax.trainers.ppo import PPOTrainer, load_policy, train
-from gymjax.trainers.rundir import train as train_run
+from gymjax.trainers.runs import train as train_run
+from gymjax.trainers.store import checkpoint as ckpt
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = "JaxCartPole-v0"

@@ -19,10 +19,10 @@ from child_signals import from_a_terminal  # tests/child_signals.py
 from ppo_configs import TINY
 
 from gymjax.cli import main
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook
 from gymjax.trainers.loggers import CSVLogger, JSONLLogger, TensorBoardLogger, read_rows
 from gymjax.trainers.ppo import PPOConfig, load_policy, train
+from gymjax.trainers.store import checkpoint as ckpt
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".jax_cache"

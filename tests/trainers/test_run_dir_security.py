@@ -18,10 +18,11 @@ from child_signals import from_a_terminal  # tests/child_signals.py
 from ppo_configs import TINY
 
 from gymjax.cli import main
-from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers import files, rundir
+from gymjax.trainers import runs
 from gymjax.trainers.loggers import read_rows
 from gymjax.trainers.ppo import train
+from gymjax.trainers.store import checkpoint as ckpt
+from gymjax.trainers.store import files
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = "JaxCartPole-v0"
@@ -32,9 +33,9 @@ SECRET = b"the user's own file\n"
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A finished run, trained through the API (the CLI's run directory, written by rundir.train)."""
+    """A finished run, trained through the API (the CLI's run directory, written by runs.train)."""
     path = tmp_path_factory.mktemp("trained") / "run"
-    rundir.train(path, ENV, TINY, video=False, console=False, progress_bar=False)
+    runs.train(path, ENV, TINY, video=False, console=False, progress_bar=False)
     return path
 
 
@@ -339,17 +340,17 @@ def test_a_file_larger_than_any_gymjax_writes_is_refused_unread(trained, tmp_pat
 
 
 def test_the_api_keeps_the_same_run_directory(trained, tmp_path):
-    """rundir.train is what the CLI runs: resume, extension and the refusals are the same."""
-    with pytest.raises(rundir.RunDirectoryError, match="already holds a run"):
-        rundir.train(trained, ENV, TINY, console=False, progress_bar=False)
-    with pytest.raises(rundir.RunDirectoryError, match=r"resume=True continues .* drop \['config'\]"):
-        rundir.train(trained, config=TINY, resume=True)
+    """runs.train is what the CLI runs: resume, extension and the refusals are the same."""
+    with pytest.raises(runs.RunDirectoryError, match="already holds a run"):
+        runs.train(trained, ENV, TINY, console=False, progress_bar=False)
+    with pytest.raises(runs.RunDirectoryError, match=r"resume=True continues .* drop \['config'\]"):
+        runs.train(trained, config=TINY, resume=True)
     run = copy_of(trained, tmp_path)
-    rundir.train(run, resume=True, num_timesteps=2 * TINY.num_timesteps, video=False, console=False,
+    runs.train(run, resume=True, num_timesteps=2 * TINY.num_timesteps, video=False, console=False,
                  progress_bar=False)
-    record, before = rundir.RunDirectory(run).read(), rundir.RunDirectory(trained).read()
+    record, before = runs.RunDirectory(run).read(), runs.RunDirectory(trained).read()
     assert record.config.num_timesteps == 2 * TINY.num_timesteps
-    assert record == rundir.RunRecord(**{**vars(before), "config": record.config})  # the rest as recorded
+    assert record == runs.RunRecord(**{**vars(before), "config": record.config})  # the rest as recorded
     rows = [int(r["env_steps"]) for r in read_rows(run / "metrics.csv")[1]]
     assert rows == [128 * (i + 1) for i in range(8)]
 

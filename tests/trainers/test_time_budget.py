@@ -23,11 +23,11 @@ from ppo_configs import TINY
 
 from gymjax.cli import main
 from gymjax.cli import run as cli_run
-from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers import rundir
+from gymjax.trainers import runs
 from gymjax.trainers.hooks import Hook, Progress, StopTraining
 from gymjax.trainers.loggers import read_rows
 from gymjax.trainers.ppo import budget, train
+from gymjax.trainers.store import checkpoint as ckpt
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENV = "JaxCartPole-v0"
@@ -175,20 +175,20 @@ def test_minutes_refused_before_any_work(tmp_path):
         train(CONFIG, ENV, started_at=time.time())
     with pytest.raises(ValueError, match="a resumed run continues the steps its checkpoint records"):
         train(CONFIG, ENV, minutes=1, restore_checkpoint_path=tmp_path)
-    with pytest.raises(rundir.RunDirectoryError, match="give one of them"):
-        rundir.train(tmp_path / "a", ENV, CONFIG, minutes=1, num_timesteps=1000)
-    with pytest.raises(rundir.RunDirectoryError, match=r"drop \['minutes'\]"):
-        rundir.train(tmp_path / "b", resume=True, minutes=1)
-    record = rundir.RunRecord(ENV, {}, CONFIG, minutes=2).to_json()
+    with pytest.raises(runs.RunDirectoryError, match="give one of them"):
+        runs.train(tmp_path / "a", ENV, CONFIG, minutes=1, num_timesteps=1000)
+    with pytest.raises(runs.RunDirectoryError, match=r"drop \['minutes'\]"):
+        runs.train(tmp_path / "b", resume=True, minutes=1)
+    record = runs.RunRecord(ENV, {}, CONFIG, minutes=2).to_json()
     assert record["minutes"] == 2.0
     for bad in ("soon", 0, -2.5, 1e308):
-        with pytest.raises(rundir.RunDirectoryError, match="minutes must be"):
-            rundir.RunRecord.from_json({**record, "minutes": bad})
-    assert rundir.RunRecord.from_json({**record, "deadline_stop": 512}).deadline_stop == 512
+        with pytest.raises(runs.RunDirectoryError, match="minutes must be"):
+            runs.RunRecord.from_json({**record, "minutes": bad})
+    assert runs.RunRecord.from_json({**record, "deadline_stop": 512}).deadline_stop == 512
     for bad in ({"deadline_stop": 0}, {"deadline_stop": 51.2}, {"deadline_stop": True}, {"deadline_stop": "512"},
                 {"deadline_stop": 512, "minutes": None}):
-        with pytest.raises(rundir.RunDirectoryError, match="deadline_stop must be null, or an env step >= 1 with min"):
-            rundir.RunRecord.from_json({**record, **bad})
+        with pytest.raises(runs.RunDirectoryError, match="deadline_stop must be null, or an env step >= 1 with min"):
+            runs.RunRecord.from_json({**record, **bad})
     assert not any(tmp_path.iterdir())  # nothing written
 
 
@@ -268,17 +268,17 @@ def test_a_grown_plan_is_what_resume_and_the_recorded_config_replay(tmp_path):
     run_dir = tmp_path / "run"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(budget, "measure", measured(0.05, timed))
-        rundir.train(run_dir, ENV, CONFIG.replace(lr_schedule="constant"), minutes=0.5, video=False, console=False,
+        runs.train(run_dir, ENV, CONFIG.replace(lr_schedule="constant"), minutes=0.5, video=False, console=False,
                      progress_bar=False)
     recorded = json.loads((run_dir / "run.json").read_text())
     planned = recorded["config"]["num_timesteps"]
     assert recorded["config"]["epoch_iterations"] is not None and planned > 30 / 0.05 * 128  # it grew
     for step in ckpt.step_dirs(run_dir / "checkpoints")[2:]:  # as if killed after epoch 2
         shutil.rmtree(run_dir / "checkpoints" / str(step))
-    _, resumed, metrics = rundir.train(run_dir, resume=True, video=False, console=False, progress_bar=False)
+    _, resumed, metrics = runs.train(run_dir, resume=True, video=False, console=False, progress_bar=False)
     assert len(timed) == 1  # not timed again: the recorded steps
     assert metrics["env_steps"] == planned
-    _, replayed, _ = train(rundir.RunRecord.from_json(recorded).config, ENV, progress_bar=False)
+    _, replayed, _ = train(runs.RunRecord.from_json(recorded).config, ENV, progress_bar=False)
     assert same_tree(resumed, replayed)
 
 
@@ -373,14 +373,14 @@ def test_a_deadline_stop_is_recorded_and_resuming_trains_what_replays_it(tmp_pat
     trains the rest, which is what the printed --timesteps trains from the start."""
     monkeypatch.setattr(budget, "measure", measured(0.01))
     run_dir = tmp_path / "run"
-    rundir.train(run_dir, ENV, CONFIG, minutes=0.1, video=False, console=False, progress_bar=False,
+    runs.train(run_dir, ENV, CONFIG, minutes=0.1, video=False, console=False, progress_bar=False,
                  hooks=[Slowdown(pause=4.0)])
     recorded = json.loads((run_dir / "run.json").read_text())
     chosen = recorded["config"]["num_timesteps"]
     assert recorded["deadline_stop"] == CONFIG.replace(num_timesteps=chosen).env_steps_per_epoch < chosen
     assert f"stopped it at env step {recorded['deadline_stop']:,} of the {chosen:,} chosen" in last_line(capsys)
 
-    _, resumed, metrics = rundir.train(run_dir, resume=True, video=False, console=False, progress_bar=False)
+    _, resumed, metrics = runs.train(run_dir, resume=True, video=False, console=False, progress_bar=False)
     assert metrics["env_steps"] == chosen
     _, replayed, _ = train(CONFIG.replace(num_timesteps=chosen), ENV, progress_bar=False)
     assert same_tree(resumed, replayed)

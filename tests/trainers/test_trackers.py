@@ -11,9 +11,10 @@ import pytest
 from test_run_dir import CACHE, ENV, EPOCH, FLAGS, ROOT, cli, wait_for_rows
 
 from gymjax.cli import main
-from gymjax.trainers import rundir, trackers
+from gymjax.trainers import runs
 from gymjax.trainers.loggers import read_rows
 from gymjax.trainers.ppo import PPOConfig, train
+from gymjax.trainers.runs import trackers
 
 CONFIG = PPOConfig(  # FLAGS as a config: the same compiled programs
     num_envs=8, unroll_length=16, num_minibatches=2, update_epochs=4, num_evals=2, num_eval_envs=4,
@@ -125,12 +126,12 @@ def test_a_resume_refused_by_the_trainer_leaves_the_tracker_run_untouched(tmp_pa
     uri, run_dir = f"sqlite:///{tmp_path}/store.db", tmp_path / "run"
     config = PPOConfig(num_timesteps=2 * EPOCH, num_envs=8, unroll_length=16, num_minibatches=2, num_evals=1)
     options = trackers.TrackerOptions(project="p", mlflow_tracking_uri=uri)
-    rundir.train(run_dir, ENV, config, hooks=[Refuses()], loggers=["mlflow"], tracker_options=options,
+    runs.train(run_dir, ENV, config, hooks=[Refuses()], loggers=["mlflow"], tracker_options=options,
                  console=False, progress_bar=False, video=False)
     client = MlflowClient(uri)
     (before,) = client.search_runs([client.get_experiment_by_name("p").experiment_id])
     with pytest.raises(Exception, match="not this state"):
-        rundir.train(run_dir, resume=True, num_timesteps=4 * EPOCH, hooks=[Refuses()], loggers=["mlflow"],
+        runs.train(run_dir, resume=True, num_timesteps=4 * EPOCH, hooks=[Refuses()], loggers=["mlflow"],
                      tracker_options=options, console=False, progress_bar=False, video=False)
     (after,) = client.search_runs([before.info.experiment_id])
     assert (after.info.status, after.info.end_time, after.data.tags) == (
@@ -145,17 +146,17 @@ def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_cont
     uri, original, copy = f"sqlite:///{tmp_path}/store.db", tmp_path / "run", tmp_path / "copy"
     options = trackers.TrackerOptions(mlflow_tracking_uri=uri)
     quiet = {"console": False, "progress_bar": False, "video": False}
-    rundir.train(original, ENV, CONFIG, loggers=["mlflow"], tracker_options=options, **quiet)
+    runs.train(original, ENV, CONFIG, loggers=["mlflow"], tracker_options=options, **quiet)
     shutil.copytree(original, copy)  # cp -r: the same run.json, the same checkpoints' run_id
-    rundir.train(copy, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)  # the first on
+    runs.train(copy, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)  # the first on
     client = MlflowClient(uri)
     run_id = json.loads((copy / "run.json").read_text())["trackers"]["mlflow"]["run_id"]
     steps = [m.step for m in client.get_metric_history(run_id, "epoch")]
     assert steps == [EPOCH, 2 * EPOCH, 3 * EPOCH]
 
     # The original would log into the run its copy continued, and its own epoch 3 would never be logged.
-    with pytest.raises(rundir.RunDirectoryError, match="is continued by another run directory") as error:
-        rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
+    with pytest.raises(runs.RunDirectoryError, match="is continued by another run directory") as error:
+        runs.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
     assert "\n" not in str(error.value) and str(error.value).endswith("resume with --new-tracker-run mlflow")
     assert [m.step for m in client.get_metric_history(run_id, "epoch")] == steps
     assert client.get_run(run_id).info.status == "FINISHED"  # refused before the run was touched
@@ -166,8 +167,8 @@ def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_cont
         record["trackers"]["mlflow"] = {k: v for k, v in record["trackers"]["mlflow"].items() if k != "claim"}
         record["trackers"]["mlflow"].update(claim)
         (original / "run.json").write_text(json.dumps(record))
-        with pytest.raises(rundir.RunDirectoryError, match="is continued by another run directory"):
-            rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
+        with pytest.raises(runs.RunDirectoryError, match="is continued by another run directory"):
+            runs.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
 
     # What the refusal says to do starts a new MLflow run, in the same experiment; the copy still continues its own.
     assert main(["train", "--run-dir", str(original), "--resume", "--timesteps", str(3 * EPOCH), "--quiet",
@@ -177,9 +178,9 @@ def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_cont
     assert recorded["run_id"] != run_id and recorded["claim"] == new.data.tags[trackers.CLAIM_TAG]
     assert [m.step for m in client.get_metric_history(new.info.run_id, "epoch")] == [3 * EPOCH]
     assert new.info.experiment_id == client.get_run(run_id).info.experiment_id and new.info.status == "FINISHED"
-    rundir.train(original, resume=True, num_timesteps=4 * EPOCH, tracker_options=options, **quiet)  # continues it
+    runs.train(original, resume=True, num_timesteps=4 * EPOCH, tracker_options=options, **quiet)  # continues it
     assert [m.step for m in client.get_metric_history(new.info.run_id, "epoch")] == [3 * EPOCH, 4 * EPOCH]
-    rundir.train(copy, resume=True, num_timesteps=4 * EPOCH, tracker_options=options, **quiet)
+    runs.train(copy, resume=True, num_timesteps=4 * EPOCH, tracker_options=options, **quiet)
     assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [*steps, 4 * EPOCH]
 
 
@@ -240,7 +241,7 @@ def test_an_http_store_that_does_not_answer_is_refused_within_seconds(tmp_path, 
         main(fresh(tmp_path, "--logger", "mlflow", "--mlflow-tracking-uri", uri))
     assert time.monotonic() - started < 30 and not (tmp_path / "run").exists()
 
-    monkeypatch.setattr(trackers, "PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(trackers.mlflow, "PROBE_TIMEOUT_S", 0.5)  # read by the MLflow tracker's probe
     with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen()
@@ -278,19 +279,19 @@ def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch
     run_dir = tmp_path / "run"
     options = trackers.TrackerOptions(project="cartpole", tags=("tiny",))
     quiet = {"console": False, "progress_bar": False, "video": False}
-    rundir.train(run_dir, ENV, CONFIG.replace(num_timesteps=3 * EPOCH), loggers=["wandb"], tracker_options=options,
+    runs.train(run_dir, ENV, CONFIG.replace(num_timesteps=3 * EPOCH), loggers=["wandb"], tracker_options=options,
                  **quiet)
     shutil.rmtree(run_dir / "checkpoints" / "3")  # resumes from epoch 2: epoch 3 is replayed
     monkeypatch.delenv("WANDB_MODE")  # the resume keeps the recorded mode without being told
-    rundir.train(run_dir, resume=True, num_timesteps=4 * EPOCH, **quiet)
+    runs.train(run_dir, resume=True, num_timesteps=4 * EPOCH, **quiet)
 
     recorded = json.loads((run_dir / "run.json").read_text())["trackers"]["wandb"]
     assert recorded["project"] == "cartpole" and recorded["mode"] == "offline"
     segments = trackers.offline_segments(offline_wandb, recorded["run_id"])
     assert len(segments) == 2  # one W&B run (one id), a segment per start
-    runs = [r.run for path in segments for r in trackers.wandb_records(path) if r.WhichOneof("record_type") == "run"]
-    assert {(r.run_id, r.project, r.display_name) for r in runs} == {(recorded["run_id"], "cartpole", "run")}
-    assert list(runs[0].tags) == ["tiny"]  # the resumed segment sends none, leaving the run's own
+    started = [r.run for path in segments for r in trackers.wandb_records(path) if r.WhichOneof("record_type") == "run"]
+    assert {(r.run_id, r.project, r.display_name) for r in started} == {(recorded["run_id"], "cartpole", "run")}
+    assert list(started[0].tags) == ["tiny"]  # the resumed segment sends none, leaving the run's own
     history = [row for path in segments for row in trackers.wandb_history(path)]
     rows = csv_rows(run_dir)
     assert [step for step, _ in history] == [r["env_steps"] for r in rows] == [EPOCH * i for i in range(1, 5)]
@@ -309,9 +310,9 @@ def test_wandb_offline_resume_continues_the_run_without_logging_a_replayed_epoch
 def test_a_copied_run_directory_cannot_continue_the_wandb_run_its_original_continued(tmp_path, offline_wandb):
     original, copy = tmp_path / "run", tmp_path / "copy"
     quiet = {"console": False, "progress_bar": False, "video": False}
-    rundir.train(original, ENV, CONFIG, loggers=["wandb"], **quiet)
+    runs.train(original, ENV, CONFIG, loggers=["wandb"], **quiet)
     shutil.copytree(original, copy)  # cp -r: the same run.json, the same checkpoints' run_id
-    rundir.train(copy, resume=True, num_timesteps=3 * EPOCH, **quiet)  # the first on keeps the W&B run
+    runs.train(copy, resume=True, num_timesteps=3 * EPOCH, **quiet)  # the first on keeps the W&B run
     run_id = json.loads((copy / "run.json").read_text())["trackers"]["wandb"]["run_id"]
     segments = trackers.offline_segments(offline_wandb, run_id)
     history = [step for path in segments for step, _ in trackers.wandb_history(path)]
@@ -324,20 +325,20 @@ def test_a_copied_run_directory_cannot_continue_the_wandb_run_its_original_conti
             record["trackers"]["wandb"].pop("claim", None)
             record["trackers"]["wandb"].update({"claim": claim} if claim else {})
             (original / "run.json").write_text(json.dumps(record))
-        with pytest.raises(rundir.RunDirectoryError,
+        with pytest.raises(runs.RunDirectoryError,
                            match="^W&B run .* is continued by another run directory") as error:
-            rundir.train(original, resume=True, num_timesteps=3 * EPOCH, **quiet)
+            runs.train(original, resume=True, num_timesteps=3 * EPOCH, **quiet)
         assert str(error.value).endswith("resume with --new-tracker-run wandb")
         assert trackers.offline_segments(offline_wandb, run_id) == segments  # refused before wandb.init
 
     # What the refusal says to do starts a new W&B run, recorded in run.json; the copy still continues its own.
     new_runs = trackers.TrackerOptions(new_runs=("wandb",))
-    rundir.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=new_runs, **quiet)
+    runs.train(original, resume=True, num_timesteps=3 * EPOCH, tracker_options=new_runs, **quiet)
     recorded = json.loads((original / "run.json").read_text())["trackers"]["wandb"]
     assert recorded["run_id"] != run_id and recorded["mode"] == "offline" and recorded["project"] == "gymjax"
     (new,) = trackers.offline_segments(offline_wandb, recorded["run_id"])
     assert [step for step, _ in trackers.wandb_history(new)] == [3 * EPOCH]
-    rundir.train(copy, resume=True, num_timesteps=4 * EPOCH, **quiet)
+    runs.train(copy, resume=True, num_timesteps=4 * EPOCH, **quiet)
     segments = trackers.offline_segments(offline_wandb, run_id)
     assert [step for path in segments for step, _ in trackers.wandb_history(path)] == [*history, 4 * EPOCH]
 
@@ -367,9 +368,9 @@ GOOD = {"run_id": "0" * 32, "tracking_uri": "sqlite:///x.db", "experiment": "e"}
     ({"wandb": {"run_id": "abc", "project": "p", "mode": "disabled"}}, "mode must be one of"),
 ])
 def test_run_json_trackers_are_checked(trackers_value, message):
-    record = rundir.RunRecord(ENV, {}, CONFIG).to_json()
-    with pytest.raises(rundir.RunDirectoryError, match=message):
-        rundir.RunRecord.from_json({**record, "trackers": trackers_value})
+    record = runs.RunRecord(ENV, {}, CONFIG).to_json()
+    with pytest.raises(runs.RunDirectoryError, match=message):
+        runs.RunRecord.from_json({**record, "trackers": trackers_value})
 
 
 def test_a_missing_library_is_one_line_naming_the_extra(tmp_path, monkeypatch):
@@ -384,7 +385,7 @@ def test_a_missing_library_is_one_line_naming_the_extra(tmp_path, monkeypatch):
 
 
 def test_gymjax_and_its_trainer_never_import_a_tracker():
-    code = ("import sys, gymjax, gymjax.trainers.rundir, gymjax.trainers.ppo, gymjax.cli.run; "
+    code = ("import sys, gymjax, gymjax.trainers.runs, gymjax.trainers.ppo, gymjax.cli.run; "
             "print(sorted({'mlflow', 'wandb'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT,
                          timeout=120,
@@ -410,14 +411,14 @@ def test_another_training_cannot_continue_an_mlflow_run_through_a_copied_tracker
     needs("mlflow")
     from mlflow.tracking import MlflowClient
 
-    from gymjax.trainers import checkpoint as ckpt
+    from gymjax.trainers.store import checkpoint as ckpt
 
     monkeypatch.chdir(tmp_path)
     uri, r, y = f"sqlite:///{tmp_path}/m.db", tmp_path / "r", tmp_path / "y"
     options = trackers.TrackerOptions(mlflow_tracking_uri=uri)
     quiet = {"console": False, "progress_bar": False, "video": False}
-    rundir.train(r, ENV, CONFIG, loggers=["mlflow"], tracker_options=options, **quiet)
-    rundir.train(y, ENV, CONFIG.replace(seed=1), **quiet)  # an independent run: its own training
+    runs.train(r, ENV, CONFIG, loggers=["mlflow"], tracker_options=options, **quiet)
+    runs.train(y, ENV, CONFIG.replace(seed=1), **quiet)  # an independent run: its own training
     client = MlflowClient(uri)
     run_id = json.loads((r / "run.json").read_text())["trackers"]["mlflow"]["run_id"]
     training_r = ckpt.read_meta(r / "checkpoints")["run_id"]
@@ -440,7 +441,7 @@ def test_another_training_cannot_continue_an_mlflow_run_through_a_copied_tracker
     assert (y / "run.json").read_text() == before  # refused before run.json was rewritten
 
     # r's own resume still continues its run; y, told so, logs to a new run tied to its own training.
-    rundir.train(r, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
+    runs.train(r, resume=True, num_timesteps=3 * EPOCH, tracker_options=options, **quiet)
     assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [*steps, 3 * EPOCH]
     assert main(["train", "--run-dir", str(y), "--resume", "--timesteps", str(3 * EPOCH), "--quiet", "--no-video",
                  "--mlflow-tracking-uri", uri, "--new-tracker-run", "mlflow"]) == 0
@@ -451,14 +452,14 @@ def test_another_training_cannot_continue_an_mlflow_run_through_a_copied_tracker
 def test_another_training_cannot_continue_a_wandb_run_through_a_copied_trackers_section(tmp_path, offline_wandb):
     r, y = tmp_path / "r", tmp_path / "y"
     quiet = {"console": False, "progress_bar": False, "video": False}
-    rundir.train(r, ENV, CONFIG, loggers=["wandb"], **quiet)
-    rundir.train(y, ENV, CONFIG.replace(seed=1), **quiet)
+    runs.train(r, ENV, CONFIG, loggers=["wandb"], **quiet)
+    runs.train(y, ENV, CONFIG.replace(seed=1), **quiet)
     run_id = json.loads((r / "run.json").read_text())["trackers"]["wandb"]["run_id"]
     segments = trackers.offline_segments(offline_wandb, run_id)
     _take_trackers(r, y)
-    with pytest.raises(rundir.RunDirectoryError, match=r"^W&B run .* records training .*--new-tracker-run wandb$"):
-        rundir.train(y, resume=True, num_timesteps=3 * EPOCH, **quiet)
+    with pytest.raises(runs.RunDirectoryError, match=r"^W&B run .* records training .*--new-tracker-run wandb$"):
+        runs.train(y, resume=True, num_timesteps=3 * EPOCH, **quiet)
     assert trackers.offline_segments(offline_wandb, run_id) == segments  # refused before wandb.init
-    rundir.train(r, resume=True, num_timesteps=3 * EPOCH, **quiet)  # r's own resume continues it
+    runs.train(r, resume=True, num_timesteps=3 * EPOCH, **quiet)  # r's own resume continues it
     segments = trackers.offline_segments(offline_wandb, run_id)
     assert [step for path in segments for step, _ in trackers.wandb_history(path)] == [EPOCH, 2 * EPOCH, 3 * EPOCH]

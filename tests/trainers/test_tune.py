@@ -16,7 +16,7 @@ import pytest
 
 from gymjax.cli import main
 from gymjax.trainers import tune
-from gymjax.trainers.ppo import preset_file
+from gymjax.trainers.ppo import PPOConfig, preset_file
 
 optuna = pytest.importorskip("optuna")  # the tune extra, in the dev extra
 
@@ -401,7 +401,7 @@ def test_yaml_and_json_search_spaces_read_alike(tmp_path):
         "learning_rate": {"type": "float", "low": 1e-4, "high": 3e-3, "log": True},
         "policy_hidden_sizes": {"type": "categorical", "choices": [[64], [64, 64]]},
     }))
-    base = tune.PPOConfig()
+    base = PPOConfig()
     spaces = [tune.parse_space(tune.read_data_file(path, "space"), base) for path in (yaml_file, json_file)]
     assert spaces[0] == spaces[1]
     assert spaces[0]["policy_hidden_sizes"] == tune.Param("categorical", choices=((64,), (64, 64)))
@@ -428,7 +428,7 @@ def test_files_that_expand_or_nest_without_bound_are_refused_in_one_line(tmp_pat
     # A preset file is read by `train --preset-file` too, without the tuning module: its own error.
     with pytest.raises(preset_file.PresetFileError if as_preset else tune.TuneError) as refused:
         preset_file.read_preset_file(path) if as_preset else tune.parse_space(tune.read_data_file(path, "space"),
-                                                                               tune.PPOConfig())
+                                                                               PPOConfig())
     message = str(refused.value)
     assert len(message) < 400 and "\n" not in message
     assert any(m in message for m in ("expand to more than", "nested too deeply", "not valid YAML",
@@ -451,10 +451,10 @@ def test_only_gymjax_tune_imports_optuna():
 def test_default_spaces_are_valid_and_every_batch_splits(kind):
     space = tune.SPACES[kind]
     # Each range's ends and choices pass PPOConfig, and the JSON form (DIR/tune.json) reads back the same.
-    assert tune.parse_space(tune.space_to_json(space), tune.PPOConfig()) == space
+    assert tune.parse_space(tune.space_to_json(space), PPOConfig()) == space
     sizes = [space[name].choices for name in ("num_envs", "unroll_length", "num_minibatches")]
     for num_envs, unroll_length, num_minibatches in itertools.product(*sizes):
-        tune.PPOConfig(num_envs=num_envs, unroll_length=unroll_length, num_minibatches=num_minibatches)
+        PPOConfig(num_envs=num_envs, unroll_length=unroll_length, num_minibatches=num_minibatches)
 
 
 def test_a_fifo_or_an_oversized_file_is_refused_not_waited_on(tmp_path):

@@ -15,13 +15,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from gymjax.trainers import best
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.networks import PolicyParams, PPOParams, action_space_from, make_networks
 from gymjax.trainers.ppo.saved import SavedMeta, SavedState
 from gymjax.trainers.ppo.train import PPOTrainer, Run, TrainingDiverged, train
 from gymjax.trainers.stopping import TrainingStopped
+from gymjax.trainers.store import best
+from gymjax.trainers.store import checkpoint as ckpt
 
 __all__ = [
     "PPOConfig",
@@ -48,7 +48,7 @@ def load_policy(
     skipped with a warning, one deleted meanwhile by a training run's
     ``max_to_keep`` silently) or one step's directory. ``policy="best"`` loads the
     checkpoint directory's best evaluated policy instead of its last
-    (:mod:`gymjax.trainers.best`; refused in one line when it has none yet). Needs
+    (:mod:`gymjax.trainers.store.best`; refused in one line when it has none yet). Needs
     neither the env nor the trainer: the networks are rebuilt from the checkpoint's
     config and action space. ``obs`` may be one observation, ``[obs_size]``, or a batch,
     ``[..., obs_size]``; another shape is a ``ValueError`` naming the one it takes.

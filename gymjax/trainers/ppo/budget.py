@@ -48,9 +48,9 @@ from typing import Any
 import jax
 from tqdm import tqdm
 
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.hooks import Hook, Metrics, Progress, StopTraining
 from gymjax.trainers.ppo.config import PPOConfig
+from gymjax.trainers.store import checkpoint as ckpt
 
 # The trainer of a config, on the env (and eval env, randomization) the run trains on: a
 # gymjax.trainers.ppo.train.PPOTrainer, not named here because that module imports this one.

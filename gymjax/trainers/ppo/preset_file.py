@@ -15,8 +15,8 @@ import pathlib
 import reprlib
 from typing import Any
 
-from gymjax.trainers import files
 from gymjax.trainers.ppo.config import PPOConfig
+from gymjax.trainers.store import files
 
 
 class PresetFileError(ValueError):

@@ -17,9 +17,9 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.saved import SavedMeta
+from gymjax.trainers.store import checkpoint as ckpt
 
 # The PPOConfig fields a resumed run must keep, in the config's order (the first that differs is named).
 FIXED_FIELDS: tuple[str, ...] = tuple(
@@ -57,7 +57,7 @@ def check_compatible(saved: SavedMeta, current: SavedMeta, env_name: str, change
     among ``changes``); warns when only the device count differs.
 
     ``env_name`` names the new trainer's env in the messages. Raises
-    :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
+    :class:`~gymjax.trainers.store.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
     """
     if saved.state_layout != current.state_layout:
         raise ckpt.IncompatibleCheckpoint(

@@ -1,6 +1,6 @@
 """What a PPO checkpoint holds, defined once for saving and restoring.
 
-:mod:`gymjax.trainers.checkpoint` writes three items per step; for PPO they are
+:mod:`gymjax.trainers.store.checkpoint` writes three items per step; for PPO they are
 
 - ``state``: a :class:`SavedState`, the arrays that continue training bit for bit;
 - ``policy``: :attr:`SavedState.policy`, what :func:`~gymjax.trainers.ppo.load_policy`
@@ -25,10 +25,10 @@ import optax
 from flax import struct
 
 from gymjax.core import State
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.networks import PolicyParams, PPOParams
 from gymjax.trainers.ppo.normalization import RewardNormalizer
+from gymjax.trainers.store import checkpoint as ckpt
 
 TRAINER = "ppo"  # the meta's "trainer": load_policy refuses checkpoints of other trainers
 
@@ -136,8 +136,8 @@ class SavedMeta:
     def from_json(cls, meta: dict[str, Any]) -> SavedMeta:
         """The metadata of a checkpoint of this or an earlier gymjax; keys it does not know are ignored.
 
-        Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` for another trainer's,
-        and :class:`~gymjax.trainers.checkpoint.DamagedCheckpoint` (a reader then falls back to an
+        Raises :class:`~gymjax.trainers.store.checkpoint.IncompatibleCheckpoint` for another trainer's,
+        and :class:`~gymjax.trainers.store.checkpoint.DamagedCheckpoint` (a reader then falls back to an
         older step) for a field missing or of the wrong type, naming it and what it should hold.
         """
         if meta.get("trainer") != TRAINER:

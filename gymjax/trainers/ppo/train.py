@@ -29,7 +29,6 @@ from tqdm import tqdm
 
 from gymjax import envs
 from gymjax.core import Env
-from gymjax.trainers import checkpoint as ckpt
 from gymjax.trainers import distributed, reference
 from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
@@ -49,6 +48,7 @@ from gymjax.trainers.ppo.normalization import update as update_stats
 from gymjax.trainers.ppo.saved import SavedMeta, SavedState
 from gymjax.trainers.ppo.sharding import AXIS, DeviceMesh, TrainingState, pmean_tree, read_replicated
 from gymjax.trainers.stopping import TrainingStopped, stop_on_signals
+from gymjax.trainers.store import checkpoint as ckpt
 from gymjax.wrappers.gymnasium import GymnasiumEnv
 from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
 
@@ -432,7 +432,7 @@ class PPOTrainer:
         or a config field that changes how it trains, unless named in ``changes``):
         :func:`gymjax.trainers.ppo.resume.check_compatible`.
 
-        Raises :class:`~gymjax.trainers.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
+        Raises :class:`~gymjax.trainers.store.checkpoint.IncompatibleCheckpoint` (a ``ValueError``).
         """
         resume.check_compatible(meta, self._meta(), self.env_id or type(self.env).__name__, tuple(changes))
 

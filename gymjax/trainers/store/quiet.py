@@ -10,7 +10,7 @@ is made; no process hook (``sys.excepthook``, ``sys.unraisablehook``) is touched
   failure, so no operation outlives its loop: the tracebacks are never made.
 - **Orbax's absl log records** (filters on the ``absl`` logger, none on any other). A WARNING for
   every step directory without its metadata file (an empty or damaged step, which
-  :mod:`gymjax.trainers.checkpoint` reports itself, once); and the records of a save, with
+  :mod:`gymjax.trainers.store.checkpoint` reports itself, once); and the records of a save, with
   tracebacks from its background threads when the disk is full, held back (:func:`held_logs`)
   so that a disk error is reported in one line and anything else is logged as orbax wrote it.
   A failed save waits for its threads to end inside :func:`held_logs`, so none logs after it.

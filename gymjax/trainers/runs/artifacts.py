@@ -4,7 +4,7 @@ PNG and a video of a policy; and the one video writer (``gymjax demo`` writes it
 Run directory layout (written by ``gymjax train``)::
 
     DIR/run.json            env id, env kwargs, the full config
-    DIR/checkpoints/<epoch> orbax checkpoints (see gymjax.trainers.checkpoint)
+    DIR/checkpoints/<epoch> orbax checkpoints (see gymjax.trainers.store.checkpoint)
     DIR/metrics.csv         one row per epoch (or metrics.jsonl)
     DIR/learning_curve.png  return against env steps and against wall time
     DIR/policy.mp4          the final policy, one episode
@@ -28,8 +28,8 @@ import numpy as np
 from tqdm import tqdm
 
 from gymjax.core import Env
-from gymjax.trainers import files
 from gymjax.trainers.loggers import read_rows
+from gymjax.trainers.store import files
 
 
 def read_metrics(path: pathlib.Path) -> list[dict[str, float]]:
@@ -163,7 +163,7 @@ def video_writer(path: str | os.PathLike, fps: float) -> Iterator[Callable[[Any]
     every video gymjax writes goes through it.
 
     The video replaces ``path`` only once it is complete and every frame reads back (through
-    :func:`gymjax.trainers.files.replaced`: no link followed, never half-written). One that ffmpeg
+    :func:`gymjax.trainers.store.files.replaced`: no link followed, never half-written). One that ffmpeg
     could not finish (a full disk) raises ``OSError`` naming the cause and leaves ``path`` as it was.
     """
     import imageio.v2 as imageio

@@ -40,12 +40,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import fcntl
 import os
 import pathlib
-import shlex
-import socket
-import sys
 import threading
 import time
 import uuid
@@ -55,11 +51,11 @@ from typing import Any
 
 import orbax.checkpoint as ocp
 
-from gymjax.trainers import distributed, files, quiet
+from gymjax.trainers import distributed
 from gymjax.trainers.hooks import check_saved_state
+from gymjax.trainers.store import files, quiet
 
 STATE, POLICY, META, HOOKS = "state", "policy", "meta", "hooks"
-LOCK_FILE = ".lock"
 
 
 class CheckpointError(RuntimeError):
@@ -75,8 +71,8 @@ class IncompatibleCheckpoint(CheckpointError, ValueError):
     """The checkpoint is intact but belongs to another env, space or network shape."""
 
 
-class DirectoryInUse(CheckpointError):
-    """Another process holds the directory's writer lock."""
+class DirectoryInUse(CheckpointError, files.DirectoryInUse):
+    """Another process holds the checkpoint directory's writer lock (:class:`files.DirectoryLock`)."""
 
 
 @dataclasses.dataclass
@@ -146,57 +142,6 @@ def _set_aside(root: pathlib.Path, step: int, why: str) -> pathlib.Path:
     return target
 
 
-# -- the writer lock ---------------------------------------------------------------------
-
-
-class DirectoryLock:
-    """An exclusive ``fcntl.flock`` on ``<directory>/.lock``, released on :meth:`release` or process death.
-
-    The lock file holds the holder's pid, host, start time and command line, so
-    a refused second process can say who holds it.
-    """
-
-    def __init__(self, directory: str | os.PathLike, what: str = "directory"):
-        self.path = pathlib.Path(directory) / LOCK_FILE
-        self._fd = -1
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Neither through a symbolic link nor into a hard link's inode: truncating the holder's
-            # line would empty the file the link shares it with.
-            self._fd = files.open_in_place(self.path, os.O_RDWR | os.O_CREAT)
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(self._fd, 4096).decode(errors="replace").strip() or "another process"
-            os.close(self._fd)
-            raise DirectoryInUse(
-                f"{self.path.parent} is in use by {holder}; one process at a time writes a {what} "
-                f"(wait for it to finish or stop it first)"
-            ) from None
-        except OSError as e:
-            self._close()
-            raise CheckpointError(f"cannot lock the {what} {self.path.parent}: {e.strerror or e}") from None
-        command = " ".join(shlex.quote(a) for a in sys.argv) or sys.executable
-        holder = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}"
-        try:
-            os.ftruncate(self._fd, 0)
-            os.pwrite(self._fd, holder.encode() + b"\n", 0)
-        except OSError as e:  # a full disk: the lock holds without its note
-            self.release()
-            raise CheckpointError(f"cannot write {self.path}: {e.strerror}") from None
-
-    def _close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def release(self) -> None:
-        if self._fd >= 0:
-            with contextlib.suppress(OSError):  # not if a hard link was made to it since: the note stays
-                files.check_in_place(self._fd, self.path)
-                os.ftruncate(self._fd, 0)
-            self._close()  # closing drops the flock
-
-
 # -- writing -----------------------------------------------------------------------------
 
 
@@ -234,7 +179,12 @@ class Checkpointer:
         # With several processes, process 0 locks and checks the directory; all of them then
         # open orbax's manager, which coordinates their saves.
         primary = distributed.is_primary()
-        self.lock = DirectoryLock(self.directory, "checkpoint directory") if primary else None
+        try:
+            self.lock = files.DirectoryLock(self.directory, "checkpoint directory") if primary else None
+        except files.DirectoryInUse as e:
+            raise DirectoryInUse(str(e)) from None
+        except files.LockError as e:
+            raise CheckpointError(str(e)) from None
         try:
             refused = None
             try:

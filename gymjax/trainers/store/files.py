@@ -23,10 +23,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import pathlib
+import shlex
+import socket
 import stat
+import sys
+import time
 from collections.abc import Iterator
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Linux and macOS have it; elsewhere the rename still protects
@@ -190,3 +195,65 @@ def symlinks_under(directory: str | os.PathLike) -> list[pathlib.Path]:
             if os.path.islink(os.path.join(parent, name)):
                 found.append(pathlib.Path(parent, name))
     return found
+
+
+# -- the writer lock ----------------------------------------------------------------------
+
+LOCK_FILE = ".lock"
+
+
+class LockError(RuntimeError):
+    """A directory's writer lock cannot be taken or noted; the message names the directory and why."""
+
+
+class DirectoryInUse(LockError):
+    """Another process holds the directory's writer lock."""
+
+
+
+class DirectoryLock:
+    """An exclusive ``fcntl.flock`` on ``<directory>/.lock``, released on :meth:`release` or process death.
+
+    The lock file holds the holder's pid, host, start time and command line, so
+    a refused second process can say who holds it.
+    """
+
+    def __init__(self, directory: str | os.PathLike, what: str = "directory"):
+        self.path = pathlib.Path(directory) / LOCK_FILE
+        self._fd = -1
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Neither through a symbolic link nor into a hard link's inode: truncating the holder's
+            # line would empty the file the link shares it with.
+            self._fd = open_in_place(self.path, os.O_RDWR | os.O_CREAT)
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(self._fd, 4096).decode(errors="replace").strip() or "another process"
+            os.close(self._fd)
+            raise DirectoryInUse(
+                f"{self.path.parent} is in use by {holder}; one process at a time writes a {what} "
+                f"(wait for it to finish or stop it first)"
+            ) from None
+        except OSError as e:
+            self._close()
+            raise LockError(f"cannot lock the {what} {self.path.parent}: {e.strerror or e}") from None
+        command = " ".join(shlex.quote(a) for a in sys.argv) or sys.executable
+        holder = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}"
+        try:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, holder.encode() + b"\n", 0)
+        except OSError as e:  # a full disk: the lock holds without its note
+            self.release()
+            raise LockError(f"cannot write {self.path}: {e.strerror}") from None
+
+    def _close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):  # not if a hard link was made to it since: the note stays
+                check_in_place(self._fd, self.path)
+                os.ftruncate(self._fd, 0)
+            self._close()  # closing drops the flock

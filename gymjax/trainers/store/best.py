@@ -4,12 +4,12 @@ A run's evaluations rise and fall: the newest checkpoint holds the last policy, 
 worse than one evaluated earlier (Hopper passes its target at 12 minutes and ends below it).
 :class:`KeepBest` keeps the best one in the checkpoint directory::
 
-    checkpoints/<epoch>/      the training checkpoints (gymjax.trainers.checkpoint)
+    checkpoints/<epoch>/      the training checkpoints (gymjax.trainers.store.checkpoint)
     checkpoints/best/<n>/     the best policy: the ``policy`` and ``meta`` items of the checkpoint
                               of the best evaluation so far, its meta adding
                               "best": {"metric", "value", "step"} (the checkpoint step it came from)
 
-``best`` is read as a checkpoint root (:func:`gymjax.trainers.checkpoint.restore`, with its
+``best`` is read as a checkpoint root (:func:`gymjax.trainers.store.checkpoint.restore`, with its
 guards and its fallback past a damaged newest step); ``<n>`` counts the times the best was
 replaced, not epochs, so the newest is always the best even after a resume went back in time.
 
@@ -45,9 +45,9 @@ import shutil
 import stat
 from typing import Any
 
-from gymjax.trainers import checkpoint as ckpt
-from gymjax.trainers import files
 from gymjax.trainers.hooks import Hook, Metrics, Progress
+from gymjax.trainers.store import checkpoint as ckpt
+from gymjax.trainers.store import files
 
 BEST = "best"  # its directory, inside the checkpoint directory
 METRIC = "eval/episode_return"  # the trainer's evaluation, as rl-zoo's EvalCallback's mean reward
