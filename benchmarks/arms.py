@@ -315,7 +315,7 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
 
     import gymjax
     from gymjax.trainers.hooks import Hook, StopTraining
-    from gymjax.trainers.ppo import PPOConfig, train
+    from gymjax.trainers.ppo import Minutes, PPOConfig, train
     from gymjax.trainers.store.best import METRIC
 
     evaluated = {}  # env steps -> the trainer's evaluation of the policy then, for its snapshot
@@ -330,11 +330,11 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
 
     config = PPOConfig.from_dict(arm.settings | {"seed": run["seed"]} | (
         {"num_timesteps": run["steps"]} if run["steps"] else {}))  # fmt: skip
-    # A wall-clock budget without a step count is gymjax's own time budget (``train(minutes=)``): the
+    # A wall-clock budget without a step count is gymjax's own time budget (``train(budget=Minutes(m))``): the
     # run's steps are chosen on this machine and its schedule laid over them, counted from the
     # launch; the deadline hook stays as the harness's limit for every arm.
     timed = (
-        {"minutes": run["budget_s"] / 60, "started_at": run["launched"]} if run["budget_s"] and not run["steps"] else {}
+        {"budget": Minutes(run["budget_s"] / 60, run["launched"])} if run["budget_s"] and not run["steps"] else {}
     )
     _, _, metrics = train(config, gymjax.make(arm.env_id, **arm.env_kwargs), hooks=[Deadline()], progress_bar=True,
                           policy_params_fn=lambda steps, _, params: snaps.add(

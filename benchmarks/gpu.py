@@ -142,14 +142,14 @@ def scan(sizes: dict, rounds: int, round_s: float) -> dict:
 
 def ppo(minutes: float, num_envs: int, env_id: str = "JaxAnt-v0", engine: str = "mjx") -> dict:
     import gymjax
-    from gymjax.trainers.ppo import PPOConfig, train
+    from gymjax.trainers.ppo import Minutes, PPOConfig, train
 
     config = PPOConfig.preset("JaxAnt-v0").replace(num_envs=num_envs, num_minibatches=32, update_epochs=4,
                                                    unroll_length=16, num_evals=4, num_eval_envs=128)
     curve, sps = [], []
     start = time.perf_counter()
     try:
-        _, _, metrics = train(config, gymjax.make(env_id, engine=engine), minutes=minutes, progress_bar=True,
+        _, _, metrics = train(config, gymjax.make(env_id, engine=engine), budget=Minutes(minutes), progress_bar=True,
                               progress_fn=lambda step, m: (
                                   curve.append((int(step), float(m.get("eval/episode_return", float("nan"))))),
                                   sps.append(m.get("sps", float("nan"))),

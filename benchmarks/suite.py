@@ -12,7 +12,7 @@ beside the published.
 Each training record holds, per task, the curve of every seed: the return on Gymnasium's own
 ``*-v5`` env (10 deterministic episodes) of snapshots taken as the run goes, against wall time
 from the process launch (compile included); a gymjax arm given ``--minutes`` and no step count
-trains with gymjax's time budget (``train(minutes=)``). This command reads those records and sets
+trains with gymjax's time budget (``train(budget=Minutes(m))``). This command reads those records and sets
 each task's final return at its budget beside rl-baselines3-zoo's published results
 (:data:`PUBLISHED`: one run each, on MuJoCo ``-v3`` and classic control's current versions, after the steps
 shown) and the targets the suite is held to (:data:`TARGETS`). Records are read in the order given: a later

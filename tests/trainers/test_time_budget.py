@@ -1,4 +1,4 @@
-"""Time-budgeted training (``train(minutes=...)``, ``gymjax train --minutes``): the run ends by the
+"""Time-budgeted training (``train(budget=Minutes(m))``, ``gymjax train --minutes``): the run ends by the
 deadline within one epoch, however the machine's speed changes during it, its chosen steps replay
 bit for bit, run.json records them (and where the deadline stopped the run) and a resume keeps
 them, and bad budgets are refused before any work."""
@@ -26,7 +26,7 @@ from gymjax.cli import run as cli_run
 from gymjax.trainers import runs
 from gymjax.trainers.hooks import Hook, Progress, StopTraining
 from gymjax.trainers.loggers import read_rows
-from gymjax.trainers.ppo import budget, train
+from gymjax.trainers.ppo import Minutes, budget, train
 from gymjax.trainers.store import checkpoint as ckpt
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_timed_run_ends_by_the_deadline_and_its_steps_replay_bit_for_bit(tmp_pat
     calls = []  # metrics after every epoch
     start = time.time()
     _, params, metrics = train(
-        CONFIG, ENV, minutes=minutes, checkpoint_dir=tmp_path / "timed", hooks=[slowdown],
+        CONFIG, ENV, budget=Minutes(minutes), checkpoint_dir=tmp_path / "timed", hooks=[slowdown],
         progress_fn=lambda step, m: calls.append(m), progress_bar=False,
     )
     wall = time.time() - start
@@ -164,17 +164,32 @@ def test_the_deadline_times_each_epoch_as_the_run_goes():
     )
 
 
+def test_the_old_budget_arguments_still_work_with_a_warning(tmp_path):
+    with pytest.warns(DeprecationWarning, match=r"train\(minutes=\) is now train\(budget=ppo.Minutes"):
+        with pytest.raises(ValueError, match="a resumed run continues"):  # taken as Minutes(1), then refused
+            train(CONFIG, ENV, minutes=1, restore_checkpoint_path=tmp_path)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="give budget=ppo.Minutes"):
+        train(CONFIG, ENV, started_at=time.time())
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="give one budget"):
+        train(CONFIG, ENV, budget=Minutes(1), minutes=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'minute'"):
+        train(CONFIG, ENV, minute=1)
+
+
 def test_minutes_refused_before_any_work(tmp_path):
     for bad in (0, -1.0, math.nan, math.inf, True, "5"):
         with pytest.raises(ValueError, match=r"minutes must be a real number > 0 .*got"):
-            train(CONFIG, ENV, minutes=bad)
+            train(CONFIG, ENV, budget=Minutes(bad))
     for long in (1e308, budget.MAX_MINUTES + 1):  # 1e308 * 60 was inf: the timing never ended
         with pytest.raises(ValueError, match=r"minutes must be at most 10,080 \(a week; give num_timesteps .*got"):
-            train(CONFIG, ENV, minutes=long)
-    with pytest.raises(ValueError, match="is when a time budget starts counting; give minutes too"):
-        train(CONFIG, ENV, started_at=time.time())
+            Minutes(long)
+    for bad in (math.nan, "now", True):
+        with pytest.raises(ValueError, match="started_at must be a time.time"):
+            Minutes(1, bad)
+    with pytest.raises(TypeError, match=r"budget must be ppo.Minutes\(minutes\) or what time_budget returns, got 5"):
+        train(CONFIG, ENV, budget=5)
     with pytest.raises(ValueError, match="a resumed run continues the steps its checkpoint records"):
-        train(CONFIG, ENV, minutes=1, restore_checkpoint_path=tmp_path)
+        train(CONFIG, ENV, budget=Minutes(1), restore_checkpoint_path=tmp_path)
     with pytest.raises(runs.RunDirectoryError, match="give one of them"):
         runs.train(tmp_path / "a", ENV, CONFIG, minutes=1, num_timesteps=1000)
     with pytest.raises(runs.RunDirectoryError, match=r"drop \['minutes'\]"):

@@ -3,7 +3,7 @@
 >>> from gymjax.trainers import ppo
 >>> make_policy, params, metrics = ppo.train(ppo.PPOConfig(num_timesteps=100_000), "JaxCartPole-v0")
 >>> policy = make_policy(params, deterministic=True)
->>> ppo.train(ppo.PPOConfig(), "JaxCartPole-v0", minutes=2)  # the steps this machine makes in 2 minutes
+>>> ppo.train(ppo.PPOConfig(), "JaxCartPole-v0", budget=ppo.Minutes(2))  # the steps this machine makes in 2 minutes
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from gymjax.trainers.ppo.budget import Minutes
 from gymjax.trainers.ppo.config import PPOConfig
 from gymjax.trainers.ppo.networks import PolicyParams, PPOParams, action_space_from, make_networks
 from gymjax.trainers.ppo.saved import SavedMeta, SavedState
@@ -24,6 +25,7 @@ from gymjax.trainers.store import best
 from gymjax.trainers.store import checkpoint as ckpt
 
 __all__ = [
+    "Minutes",
     "PPOConfig",
     "PPOParams",
     "PPOTrainer",

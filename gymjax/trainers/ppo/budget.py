@@ -122,6 +122,22 @@ def check_budget(minutes: Any) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
+class Minutes:
+    """A wall-clock budget for :func:`gymjax.trainers.ppo.train`: the env steps this machine makes by
+    ``minutes`` after ``started_at`` (a ``time.time()``; None: when ``train`` is called), compile,
+    checkpoints and evaluations included. Checked when made."""
+
+    minutes: float
+    started_at: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "minutes", check_minutes(self.minutes))
+        at = self.started_at
+        if at is not None and (isinstance(at, bool) or not isinstance(at, numbers.Real) or not math.isfinite(at)):
+            raise ValueError(f"started_at must be a time.time() or None, got {at!r}")
+
+
+@dataclasses.dataclass(frozen=True)
 class Costs:
     """Seconds each part of a run takes on this machine, measured by :func:`measure`."""
 

@@ -17,10 +17,9 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,24 +31,19 @@ from gymjax.core import Env
 from gymjax.trainers import distributed, reference
 from gymjax.trainers.gae import compute_gae
 from gymjax.trainers.hooks import Hook, Hooks, Metrics, Progress
-from gymjax.trainers.ppo import acting, budget, memory, resume
+from gymjax.trainers.ppo import acting, resume
+from gymjax.trainers.ppo import budget as budgets
 from gymjax.trainers.ppo.config import PPOConfig
+from gymjax.trainers.ppo.inputs import as_env, check, check_progress_metrics
 from gymjax.trainers.ppo.losses import Minibatch, ppo_loss
-from gymjax.trainers.ppo.networks import (
-    PolicyParams,
-    PPONetworks,
-    PPOParams,
-    describe_action_space,
-    make_distribution,
-    make_networks,
-)
+from gymjax.trainers.ppo.networks import PolicyParams, PPONetworks, PPOParams, describe_action_space, make_networks
 from gymjax.trainers.ppo.normalization import RewardNormalizer, normalize_rewards
 from gymjax.trainers.ppo.normalization import update as update_stats
+from gymjax.trainers.ppo.progress import Postfix
 from gymjax.trainers.ppo.saved import SavedMeta, SavedState
 from gymjax.trainers.ppo.sharding import AXIS, DeviceMesh, TrainingState, pmean_tree, read_replicated
 from gymjax.trainers.stopping import TrainingStopped, stop_on_signals
 from gymjax.trainers.store import checkpoint as ckpt
-from gymjax.wrappers.gymnasium import GymnasiumEnv
 from gymjax.wrappers.training import RandomizationFn, make_eval_env, wrap_for_training
 
 ProgressFn = Callable[[int, Metrics], None]
@@ -77,78 +71,6 @@ class Run:
     def progress(self, num_epochs: int) -> Progress:
         """Where the run stands, for the hooks."""
         return Progress(self.epoch, self.env_steps, num_epochs)
-
-
-def as_env(env: Any, name: str = "env") -> Env:
-    """The gymjax env ``env`` names: itself, a registered id's, or the one inside ``gymnasium.make``'s
-    env of a gymjax id. A Gymnasium wrapper the trainer would not apply (``NormalizeObservation``, a
-    ``TimeLimit`` at another horizon) or session options (``action_repeat=...``) are refused in one
-    line naming the config field or argument that does it; anything else is a ``TypeError``."""
-    if isinstance(env, Env):
-        return env
-    if isinstance(env, str):
-        return envs.make(env)
-    if isinstance(env, gymnasium.vector.VectorEnv):
-        raise TypeError(f"{name}: train batches the env itself (config.num_envs); pass the id or one env, not "
-                        f"the vector env {env!r}")
-    if not isinstance(env, gymnasium.Env) or not isinstance(env.unwrapped, GymnasiumEnv):
-        raise TypeError(f"{name} must be a gymjax Env, a registered id or gymnasium.make's env of a gymjax id, "
-                        f"got {env!r}")
-    inner, session = env.unwrapped.session.base, env.unwrapped.session.options
-    ignored = []
-    for wrapper in _wrappers(env):
-        if isinstance(wrapper, gymnasium.wrappers.TimeLimit):
-            if wrapper._max_episode_steps != inner.max_episode_steps:
-                ignored.append(f"TimeLimit({wrapper._max_episode_steps}) (config.episode_length)")
-        elif not isinstance(wrapper, _MAKES_WRAPPERS):
-            ignored.append(type(wrapper).__name__)
-    for option, instead in _SESSION_OPTIONS.items():
-        if getattr(session, option) != getattr(GymnasiumEnv.DEFAULTS, option):
-            ignored.append(f"{option}={getattr(session, option)!r} ({instead})")
-    if ignored:
-        raise ValueError(f"{name}: train steps the gymjax env inside {env!r}, not Gymnasium's API, so it would ignore "
-                         f"{', '.join(ignored)}; pass gymnasium.make(id) or the id, and say those in the config")
-    return inner
-
-
-# What gymnasium.make wraps every env in; the trainer checks the same (actions, call order) itself.
-_MAKES_WRAPPERS = (gymnasium.wrappers.OrderEnforcing, gymnasium.wrappers.PassiveEnvChecker)
-# A session's options that change what the env does, and what the trainer takes instead.
-_SESSION_OPTIONS = {"max_episode_steps": "config.episode_length", "action_repeat": "config.action_repeat",
-                    "randomization_fn": "train's randomization_fn"}
-
-
-def _wrappers(env: gymnasium.Env) -> list[gymnasium.Wrapper]:
-    found = []
-    while isinstance(env, gymnasium.Wrapper):
-        found.append(env)
-        env = env.env
-    return found
-
-
-def check(config: PPOConfig, env: Env) -> None:
-    """Refuses, in one ``ValueError`` line and before anything is built, a config PPO cannot train
-    ``env`` with on these devices: observations that are not flat, an action space it has no policy
-    for (a ``TypeError``), no time limit, a batch that does not split over the devices or fit their
-    memory, reference episodes without a reference env.
-    :class:`PPOTrainer` checks this first; a run directory checks it before writing anything."""
-    if config.reference_episodes:
-        reference.reference_id(env.env_id)  # refused now, not at the first evaluation
-    obs_shape = env.observation_space.shape
-    if len(obs_shape) != 1:
-        raise ValueError(f"PPO's MLPs need flat observations, got shape {obs_shape}")
-    make_distribution(env.action_space, config.policy_distribution)  # TypeError: a space it has none for
-    config.agent_episode_length(env)
-    if getattr(env, "cpu_only", False) and jax.default_backend() != "cpu":
-        raise ValueError(
-            f"{env!r} runs on the CPU only (MuJoCo's C engine) and JAX's devices are {jax.default_backend()} ones: "
-            f"train it with engine=\"mjx\" there, or on the CPU with JAX_PLATFORMS=cpu"
-        )
-    num_devices = len(jax.devices())
-    config.check_batch_split(num_devices)
-    action_shape = getattr(env.action_space, "shape", None) or (1,)
-    local_envs = config.num_envs // num_devices * len(jax.local_devices())
-    memory.check_fits(config, env, obs_shape[0], int(np.prod(action_shape)), local_envs)
 
 
 class PPOTrainer:
@@ -475,9 +397,7 @@ def train(
     eval_env: Env | str | None = None,
     randomization_fn: RandomizationFn | None = None,
     *,
-    minutes: float | None = None,
-    started_at: float | None = None,
-    deadline: budget.Deadline | None = None,
+    budget: budgets.Minutes | budgets.Deadline | None = None,
     hooks: Sequence[Hook] = (),
     progress_fn: ProgressFn | None = None,
     policy_params_fn: PolicyParamsFn | None = None,
@@ -486,6 +406,7 @@ def train(
     resume_changes: Sequence[str] = (),
     progress_bar: bool = True,
     progress_metrics: Sequence[str] | None = None,
+    **moved: Any,
 ) -> tuple[Callable[..., Any], PolicyParams, Metrics]:
     """Trains PPO on ``env`` and returns ``(make_policy, params, metrics)``.
 
@@ -518,17 +439,17 @@ def train(
             ``config.randomize_eval``.
         randomization_fn: domain randomization, ``fn(params, key) -> params``
             (or Brax's batched form, stated as ``BraxRandomization(fn)``); redrawn at every reset.
-        minutes: a wall-clock budget instead of ``config.num_timesteps``: the trainer times this
-            machine (:mod:`gymjax.trainers.ppo.budget`), then trains the most env steps that end,
-            checkpoints and evaluations included, by ``minutes`` after ``started_at``; it prints
-            them, and its checkpoints' config records them, so ``num_timesteps=<those>`` replays the
-            run bit for bit. If this machine slows, the run stops at the epoch boundary from which
-            the next epoch would end past the deadline (``num_timesteps=<those>`` replays it up to
-            there). Its last line says when it ended against the deadline. A fresh run in one
-            process only.
-        started_at: the ``time.time()`` the budget counts from; None: this call.
-        deadline: instead of ``minutes``, a budget already timed by :func:`time_budget` for this
-            ``config`` (whose ``num_timesteps`` it chose).
+        budget: how long to train, instead of ``config.num_timesteps``:
+            ``ppo.Minutes(m, started_at=None)``, a wall-clock budget: the trainer times this machine
+            (:mod:`gymjax.trainers.ppo.budget`), then trains the most env steps that end, checkpoints
+            and evaluations included, by ``m`` minutes after ``started_at``; it prints them, and its
+            checkpoints' config records them, so ``num_timesteps=<those>`` replays the run bit for
+            bit. If this machine slows, the run stops at the epoch boundary from which the next epoch
+            would end past the deadline (``num_timesteps=<those>`` replays it up to there). Its last
+            line says when it ended against the deadline. A fresh run in one process only. Or what
+            :func:`time_budget` returns: a budget already timed for this ``config`` (whose
+            ``num_timesteps`` it chose). None: ``config.num_timesteps``. (``minutes=``,
+            ``started_at=`` and ``deadline=``, its three parts before, still work, with a warning.)
         hooks: :class:`~gymjax.trainers.hooks.Hook` s, loggers included.
         progress_fn: ``progress_fn(env_steps, metrics)`` after every epoch.
         policy_params_fn: ``policy_params_fn(env_steps, make_policy, params)``
@@ -547,11 +468,9 @@ def train(
         key) -> (action, extras)``), the final :class:`PolicyParams`, and the
         last epoch's metrics.
     """
-    if minutes is None and started_at is not None:
-        raise ValueError(f"started_at ({started_at!r}) is when a time budget starts counting; give minutes too")
-    started_at = time.time() if started_at is None else started_at
-    _check_budget(minutes, deadline, config, restore_checkpoint_path)
-    progress_metrics = _check_progress_metrics(progress_metrics)
+    called_at = time.time()
+    budget = _check_budget(_moved_budget(budget, moved), config, restore_checkpoint_path)
+    progress_metrics = check_progress_metrics(progress_metrics)
     resume_changes = resume.check_changes(resume_changes)
     env = as_env(env)  # one env for the timing trainer and the run's
     # Built before any timing: it refuses a config the env cannot take at once.
@@ -576,9 +495,11 @@ def train(
                 resumed_from=run.restored_step if run else None,
                 damaged=run.damaged_steps if run else (),
             )
-        if minutes is not None:  # after the checkpoint directory is claimed: it may refuse
-            deadline = time_budget(config, env, eval_env, randomization_fn, minutes=minutes, started_at=started_at,
-                                   saves=checkpointer is not None, say=progress_bar)
+        deadline = budget
+        if isinstance(budget, budgets.Minutes):  # after the checkpoint directory is claimed: it may refuse
+            started_at = called_at if budget.started_at is None else budget.started_at
+            deadline = time_budget(config, env, eval_env, randomization_fn, minutes=budget.minutes,
+                                   started_at=started_at, saves=checkpointer is not None, say=progress_bar)
             config = deadline.config
             trainer = PPOTrainer(config, env, eval_env, randomization_fn)
         if deadline is not None:
@@ -607,8 +528,8 @@ def time_budget(
     started_at: float | None = None,
     saves: bool = True,
     say: bool = True,
-    closing: budget.Closing | None = None,
-) -> budget.Deadline:
+    closing: budgets.Closing | None = None,
+) -> budgets.Deadline:
     """Times this machine for a run of ``config`` on ``env`` that ends by ``minutes`` after
     ``started_at`` (a ``time.time()``; None: now): :func:`gymjax.trainers.ppo.budget.choose`, with
     the run's trainer. Its ``config`` has the chosen ``num_timesteps``; :func:`train` takes it as
@@ -616,30 +537,48 @@ def time_budget(
     ``closing``: times the caller's work after training (kept in the budget; the caller then says
     ``deadline.outcome()`` once that work is done, and :func:`train` does not)."""
     env = envs.make(env) if isinstance(env, str) else env
-    return budget.choose(
+    return budgets.choose(
         config, lambda c: PPOTrainer(c, env, eval_env, randomization_fn), minutes,
         started_at=time.time() if started_at is None else started_at, saves=saves, say=say, closing=closing,
     )
 
 
-def _check_budget(
-    minutes: float | None, deadline: budget.Deadline | None, config: PPOConfig, restore: Any
-) -> None:
+def _moved_budget(budget: Any, moved: dict[str, Any]) -> Any:
+    """``budget``, or the one the arguments it replaced give (``minutes``, ``started_at``, ``deadline``),
+    with a DeprecationWarning; any other keyword is a TypeError, as Python's own."""
+    unknown = sorted(set(moved) - {"minutes", "started_at", "deadline"})
+    if unknown:
+        raise TypeError(f"train() got an unexpected keyword argument {unknown[0]!r}")
+    if not moved:
+        return budget
+    warnings.warn(f"train({', '.join(f'{k}=' for k in moved)}) is now train(budget=ppo.Minutes(minutes, started_at)) "
+                  "or train(budget=<time_budget's deadline>)", DeprecationWarning, stacklevel=3)
+    if budget is not None or ("deadline" in moved and {"minutes", "started_at"} & set(moved)):
+        raise ValueError("give one budget: budget=ppo.Minutes(...) or budget=<time_budget's deadline>")
+    if "deadline" in moved:
+        return moved["deadline"]
+    if "minutes" not in moved:
+        raise ValueError(f"started_at ({moved['started_at']!r}) is when a time budget starts counting; "
+                         "give budget=ppo.Minutes(minutes, started_at)")
+    return budgets.Minutes(moved["minutes"], moved.get("started_at"))
+
+
+def _check_budget(budget: Any, config: PPOConfig, restore: Any) -> budgets.Minutes | budgets.Deadline | None:
     """Refuses a time budget :func:`train` cannot keep, before any work."""
-    if minutes is not None:
-        budget.check_budget(minutes)
-    if deadline is not None:
-        if minutes is not None:
-            raise ValueError("give minutes (timed by train) or deadline (timed by time_budget), not both")
-        if not isinstance(deadline, budget.Deadline):
-            raise TypeError(f"deadline must be what time_budget returns, got {deadline!r}")
-        if deadline.config != config:
-            raise ValueError("deadline was timed for another config: train its deadline.config")
-    if (minutes is not None or deadline is not None) and restore is not None:
+    if budget is None:
+        return None
+    if not isinstance(budget, (budgets.Minutes, budgets.Deadline)):
+        raise TypeError(f"budget must be ppo.Minutes(minutes) or what time_budget returns, got {budget!r}")
+    if isinstance(budget, budgets.Minutes):
+        budgets.check_budget(budget.minutes)
+    elif budget.config != config:
+        raise ValueError("budget was timed for another config: train its deadline.config")
+    if restore is not None:
         raise ValueError(
-            "minutes chooses a new run's num_timesteps; a resumed run continues the steps its checkpoint "
-            "records: drop minutes (or raise config.num_timesteps to train longer)"
+            "a time budget chooses a new run's num_timesteps; a resumed run continues the steps its checkpoint "
+            "records: drop the budget (or raise config.num_timesteps to train longer)"
         )
+    return budget
 
 
 def _save(trainer: PPOTrainer, run: Run, checkpointer: ckpt.Checkpointer, hook: Hooks) -> int:
@@ -659,7 +598,7 @@ def _train_loop(  # noqa: C901
     policy_params_fn: PolicyParamsFn | None,
     progress_bar: bool,
     progress_metrics: tuple[str, ...] | None = None,
-    deadline: budget.Deadline | None = None,
+    deadline: budgets.Deadline | None = None,
 ) -> PPOTrainer:
     """Epochs until the budget is spent, a hook asks to stop (then saves), or a signal asks to stop
     (then saves and raises TrainingStopped); a ``deadline`` may grow the plan at a boundary.
@@ -685,7 +624,7 @@ def _train_loop(  # noqa: C901
     )
     primary = distributed.is_primary()
     stopping = 0
-    postfix = _Postfix(progress_metrics)
+    postfix = Postfix(progress_metrics)
     with stop_on_signals() as stop, bar:
         compile_s = trainer.compile(run)
         while run.epoch < config.num_epochs:
@@ -748,47 +687,3 @@ def _train_loop(  # noqa: C901
 
 
 _BY_HOOK, _BY_SIGNAL = 1, 2  # why the loop stops early; a signal anywhere wins (TrainingStopped)
-
-
-def _check_progress_metrics(keys: Iterable[str] | None) -> tuple[str, ...] | None:
-    if keys is None:
-        return None
-    if isinstance(keys, str):  # iterating it would show one metric per character
-        raise TypeError(f"progress_metrics must be a sequence of metric names, got the string {keys!r}")
-    keys = tuple(keys)
-    if not all(isinstance(k, str) and k for k in keys):
-        raise TypeError(f"progress_metrics must be non-empty strings (metric names), got {keys!r}")
-    return keys
-
-
-class _Postfix:
-    """The progress bar's ``key=value`` pairs: steps/s and the latest return, or the chosen metrics,
-    each its latest value (evaluation metrics appear only after the epochs that evaluate)."""
-
-    def __init__(self, keys: tuple[str, ...] | None):
-        self.keys = keys
-        self.latest: Metrics = {}
-        self.checked = False
-
-    def __call__(self, metrics: Metrics, latest_train_return: float) -> dict[str, str]:
-        if self.keys is None:
-            shown = metrics.get("eval/episode_return", latest_train_return)
-            return {"sps": f"{metrics['sps']:,.0f}", "ret": f"{shown:.4g}"}
-        self.latest.update((k, metrics[k]) for k in self.keys if k in metrics)
-        if not self.checked:
-            self.checked = True
-            # eval/ and reference/ metrics are missing from the epochs that do not evaluate
-            missing = [k for k in self.keys if k not in metrics and not k.startswith(("eval/", "reference/"))]
-            if missing:
-                warnings.warn(
-                    f"progress_metrics: no {', '.join(map(repr, missing))} in the first epoch's metrics "
-                    f"(it has {', '.join(sorted(metrics))})",
-                    stacklevel=2,
-                )
-        return {k: _shown(self.latest[k]) for k in self.keys if k in self.latest}
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"

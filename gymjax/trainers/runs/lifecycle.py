@@ -24,7 +24,7 @@ from gymjax.trainers.hooks import Hook
 from gymjax.trainers.loggers import ConsoleLogger, CSVLogger, JSONLLogger, TensorBoardLogger, drop_rows_after
 from gymjax.trainers.ppo import PPOConfig, SavedMeta, budget, presets
 from gymjax.trainers.ppo import train as ppo_train
-from gymjax.trainers.ppo.train import check as ppo_check
+from gymjax.trainers.ppo.inputs import check as ppo_check
 from gymjax.trainers.ppo.train import time_budget
 from gymjax.trainers.runs import artifacts, trackers
 from gymjax.trainers.runs.directory import RUN_FILE, RunDirectory, RunDirectoryError, RunRecord, make_env
@@ -208,7 +208,7 @@ def run(
         try:
             make_policy, params, metrics = ppo_train(
                 record.config, plan.env, hooks=[*loggers, *hooks], checkpoint_dir=directory.checkpoints,
-                restore_checkpoint_path=plan.restore, progress_bar=progress_bar, deadline=deadline,
+                restore_checkpoint_path=plan.restore, progress_bar=progress_bar, budget=deadline,
             )
         except TrainingStopped:
             if primary:

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from gymjax import envs, program
 from gymjax.core import Env
 from gymjax.trainers.ppo import PPOConfig, budget
+from gymjax.trainers.ppo.inputs import check as ppo_check
 from gymjax.trainers.ppo.preset_file import clip as _clip
 from gymjax.trainers.ppo.preset_file import short as _short
-from gymjax.trainers.ppo.train import check as ppo_check
 from gymjax.trainers.tune.space import (
     SPACES,
     Param,

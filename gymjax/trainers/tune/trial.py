@@ -102,7 +102,7 @@ def run_trial(setup: TuneSetup, trial: optuna.Trial) -> float:
             planned.append(config.num_timesteps)
             trial.set_user_attr("num_timesteps", int(statistics.median_low(planned)))
             reporter.start_run()
-            train(config, setup.env, deadline=deadline, hooks=[reporter], progress_bar=False)
+            train(config, setup.env, budget=deadline, hooks=[reporter], progress_bar=False)
             if reporter.pruned:
                 break
             reporter.end_run()
