@@ -19,6 +19,7 @@ COMMANDS = {
     "catalog": "benchmarks.catalog",
     "single": "benchmarks.single",
     "first_step": "benchmarks.first_step",
+    "memory": "benchmarks.memory",
     "training": "benchmarks.training",
     "distributed": "benchmarks.distributed",
     "external": "benchmarks.external",

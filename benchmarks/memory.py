@@ -1,27 +1,27 @@
 """Peak memory of N envs: gymjax's native MuJoCo engine against EnvPool, each alone in a process.
 
-    python -m benchmarks.memory                      # Humanoid at N = 4096 (about 2 minutes)
-    python -m benchmarks.memory --task Ant --num-envs 1024
+    python -m benchmarks memory                      # Humanoid at N = 4096 (about 2 minutes)
+    python -m benchmarks memory --task Ant --num-envs 1024
 
 Each stack runs in a fresh process: its imports, ``--steps`` batched steps of random actions with
 auto-reset, then the process's peak resident set (``ru_maxrss``). The same process with the imports
 alone (nothing built) is the baseline each figure is set against: what the envs themselves hold.
 The native engine keeps one ``MjData`` per thread and the state rows; EnvPool one ``MjData`` per env.
-Writes ``benchmarks/results/memory.{json,md}``.
+Writes ``<out>/memory.{json,md}``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
 import subprocess
 import sys
-import time
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
-HERE = pathlib.Path(__file__).resolve().parent.parent
+from tqdm import tqdm
+
+from benchmarks import common
+
+STACKS = ("baseline gymjax", "gymjax", "baseline envpool", "envpool")
 
 WORKER = """
 import resource, sys, numpy as np
@@ -45,36 +45,47 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def peak_mib(stack: str, task: str, n: int, steps: int) -> float:
-    out = subprocess.run([sys.executable, "-c", WORKER, stack, task, str(n), str(steps)], cwd=HERE,
+    out = subprocess.run([sys.executable, "-c", WORKER, stack, task, str(n), str(steps)], cwd=common.REPO,
                          capture_output=True, text=True, timeout=1800)
     if out.returncode:
         raise RuntimeError(f"{stack}: {out.stderr[-3000:]}")
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", default="Humanoid")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", default="Humanoid", help="a MuJoCo task both stacks have (Jax<task>-v0, <task>-v5)")
     p.add_argument("--num-envs", type=int, default=4096)
     p.add_argument("--steps", type=int, default=50)
-    args = p.parse_args()
+    p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
+
+
+def main(args: argparse.Namespace, argv: list[str]) -> int:
+    settings = {"task": args.task, "num_envs": args.num_envs, "steps": args.steps}
+    record = common.new_record("memory", argv, f"Peak memory: {args.task} at N = {args.num_envs:,}", settings)
     rows = {}
-    for stack in ("baseline gymjax", "gymjax", "baseline envpool", "envpool"):
+    for stack in tqdm(STACKS, desc="memory", unit="stack"):
         rows[stack] = peak_mib(stack, args.task, args.num_envs, args.steps)
-        print(stack, f"{rows[stack]:,.0f} MiB", flush=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
-    record = {"task": args.task, "num_envs": args.num_envs, "steps": args.steps, "peak_mib": rows, "commit": commit,
-              "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count()}
-    (RESULTS / "memory.json").write_text(json.dumps(record, indent=1))
+    common.finish(record, {"peak_mib": rows}, summary(record, rows))
+    for path in common.write(record, markdown(record), stem="memory", out=args.out or common.RESULTS):
+        print(f"wrote {path}")
+    return 0
+
+
+def summary(record: dict, rows: dict[str, float]) -> list[str]:
     ours, theirs = rows["gymjax"] - rows["baseline gymjax"], rows["envpool"] - rows["baseline envpool"]
-    lines = [
-        f"# Peak memory: {args.task} at N = {args.num_envs:,}",
-        "",
-        f"Command: `python -m benchmarks.memory --task {args.task} --num-envs {args.num_envs} --steps {args.steps}` "
-        f"({record['date']}, commit {commit[:10]}, {os.cpu_count()}-core CPU). Each stack alone in a fresh process: "
-        f"`gymnasium.make_vec('Jax{args.task}-v0', {args.num_envs})` on the native MuJoCo engine, and "
-        f"`envpool.make_gymnasium('{args.task}-v5', num_envs={args.num_envs})`, {args.steps} steps of random actions; "
-        "peak resident set (ru_maxrss), and the same process with its imports alone.",
+    s = record["settings"]
+    return [f"{s['task']} at N = {s['num_envs']:,}: the envs' own memory is gymjax's native engine {ours:,.0f} MiB, "
+            f"EnvPool {theirs:,.0f} MiB ({ours / theirs:.2f}x)."]
+
+
+def markdown(record: dict) -> list[str]:
+    s, rows = record["settings"], record["results"]["peak_mib"]
+    ours, theirs = rows["gymjax"] - rows["baseline gymjax"], rows["envpool"] - rows["baseline envpool"]
+    return [
+        f"Each stack alone in a fresh process: `gymnasium.make_vec('Jax{s['task']}-v0', {s['num_envs']})` on the "
+        f"native MuJoCo engine, and `envpool.make_gymnasium('{s['task']}-v5', num_envs={s['num_envs']})`, "
+        f"{s['steps']} steps of random actions; peak resident set (ru_maxrss), and the same process with its "
+        "imports alone.",
         "",
         "| stack | peak RSS (MiB) | imports alone (MiB) | the envs (MiB) |",
         "|---|---|---|---|",
@@ -83,9 +94,3 @@ def main() -> None:
         "",
         f"The envs' own memory: gymjax {ours / theirs:.2f}x EnvPool's.",
     ]
-    (RESULTS / "memory.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
