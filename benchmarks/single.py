@@ -92,7 +92,7 @@ def bare_physics(env_id: str, seed: int = 0) -> common.Stepper:
     import mujoco
 
     import gymjax
-    from gymjax.envs.mujoco.host import POST_CONSTRAINT_FIELDS
+    from gymjax.envs.mujoco.engine import POST_CONSTRAINT_FIELDS
 
     env = gymjax.make(env_id, engine="mujoco")
     model, data = env.mj_model, mujoco.MjData(env.mj_model)

@@ -202,7 +202,7 @@ def host_pool(n: int, env_id: str = "JaxAnt-v0") -> common.Stepper:
     import jax
 
     import gymjax
-    from gymjax.envs.mujoco.host import HostPhysics
+    from gymjax.envs.mujoco.engine.callback import HostPhysics
 
     env = gymjax.make(env_id, engine="mujoco")
     physics = HostPhysics(env.mj_model, env.frame_skip, THREADS, env.data_fields, env.differenced_fields)

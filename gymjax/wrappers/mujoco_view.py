@@ -155,7 +155,7 @@ class SimulatorView:
     def _replay(self, before, action: np.ndarray) -> bool:
         import mujoco
 
-        from gymjax.envs.mujoco.host import STATE_SPEC
+        from gymjax.envs.mujoco.engine import STATE_SPEC
 
         base, data, state = self.session.base, self._mirror, self.session.state
         if self._mirror_of is not before:

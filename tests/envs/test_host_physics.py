@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import gymjax
-from gymjax.envs.mujoco.host import STATE_SPEC, HostPhysics
+from gymjax.envs.mujoco.engine import STATE_SPEC
+from gymjax.envs.mujoco.engine.callback import HostPhysics
 
 ANT_FIELDS = ("xpos", "cfrc_ext")  # what Ant reads: a kinematic field and a post-constraint one
 

@@ -14,7 +14,8 @@ from gymnasium.utils.env_checker import check_env
 import gymjax
 from gymjax.core import field_names
 from gymjax.envs.mujoco import base
-from gymjax.envs.mujoco.host import HostData, HostPhysics, NotDifferentiableError
+from gymjax.envs.mujoco.engine import HostData, NotDifferentiableError
+from gymjax.envs.mujoco.engine.callback import HostPhysics
 from gymjax.wrappers.training import wrap_for_training
 
 
@@ -119,7 +120,7 @@ def test_state_is_a_small_pytree_read_like_mjx_data(ant_c):
 
 
 def test_a_vmapped_batch_is_one_host_call_and_scans_with_auto_reset(ant_c):
-    before = ant_c._host.stats()
+    before = ant_c.physics_engine.stats()
     env = wrap_for_training(ant_c, episode_length=4)
     n, steps = 3, 9
     state = jax.jit(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))
@@ -134,7 +135,7 @@ def test_a_vmapped_batch_is_one_host_call_and_scans_with_auto_reset(ant_c):
         return jax.lax.scan(body, state, actions)
 
     final, (rewards, truncated, counters) = jax.block_until_ready(rollout(state, actions))
-    ran = {k: v - before[k] for k, v in ant_c._host.stats().items()}
+    ran = {k: v - before[k] for k, v in ant_c.physics_engine.stats().items()}
     # One native call per batched step over the whole batch, and one per step that ends episodes
     # (same-step auto-reset), which runs only the envs that reset; one for the first reset.
     assert ran == {"calls": 1 + steps + 2, "stepped": n * steps, "reset": n + 2 * n}, ran
@@ -275,13 +276,13 @@ def test_native_ppo_trains_on_the_c_backend(pendulum_c):
     """The PPO epoch (a jitted lax.scan) runs the C physics: one native call per batched step."""
     from gymjax.trainers.ppo import PPOConfig, train
 
-    before = pendulum_c._host.stats()
+    before = pendulum_c.physics_engine.stats()
     config = PPOConfig(num_timesteps=2 * 8 * 16, num_envs=8, unroll_length=16, num_minibatches=2,
                        update_epochs=2, num_evals=1, num_eval_envs=4, episode_length=20)
     returns = []
     train(config, pendulum_c, progress_bar=False,
           progress_fn=lambda s, m: returns.append(m["eval/episode_return"]))
-    ran = {k: v - before[k] for k, v in pendulum_c._host.stats().items()}
+    ran = {k: v - before[k] for k, v in pendulum_c.physics_engine.stats().items()}
     # Training: 2 iterations of 16 steps, 8 envs each; evaluation: 4 envs, 20-step episodes.
     assert ran["stepped"] == 2 * 16 * 8 + 20 * 4, ran
     steps = 2 * 16 + 20

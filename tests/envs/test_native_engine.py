@@ -1,6 +1,6 @@
-"""MuJoCo's batch engine through XLA FFI (gymjax.envs.mujoco.native) against the callback engine.
+"""MuJoCo's batch engine through XLA FFI (gymjax.envs.mujoco.engine.native) against the callback engine.
 
-The callback engine (``host.CallbackEngine``, ``mujoco.batch`` under a ``pure_callback``) is the one
+The callback engine (``engine.callback.CallbackEngine``, ``mujoco.batch`` under a ``pure_callback``) is the one
 gymjax falls back to without a compiler: every MuJoCo task's batched trajectories, masked resets in
 both auto-reset modes, randomized model fields and action repeat included, must be the same bits on
 both, from the same calls.
@@ -19,8 +19,9 @@ import pytest
 
 import gymjax
 from gymjax import envs
-from gymjax.envs.mujoco import native
-from gymjax.envs.mujoco.host import CallbackEngine, MuJoCoWarning
+from gymjax.envs.mujoco import engine as engines
+from gymjax.envs.mujoco.engine import MuJoCoWarning, callback, native
+from gymjax.envs.mujoco.engine.callback import CallbackEngine
 from gymjax.wrappers.training import wrap_for_training
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the native MuJoCo engine is not built here")
@@ -33,9 +34,10 @@ N, STEPS, EPISODE = 5, 24, 7
 def _pair(env_id, **kwargs):
     """The same env on the native engine and on the callback engine."""
     ours = gymjax.make(env_id, engine="mujoco", **kwargs)
-    assert isinstance(ours._host, native.NativeEngine)
+    assert isinstance(ours.physics_engine, native.NativeEngine)
     theirs = gymjax.make(env_id, engine="mujoco", **kwargs)
-    theirs._host = CallbackEngine(theirs.mj_model, theirs.frame_skip, theirs.data_fields, theirs.differenced_fields)
+    theirs.physics_engine = CallbackEngine(theirs.mj_model, theirs.frame_skip, theirs.data_fields,
+                                           theirs.differenced_fields)
     return ours, theirs
 
 
@@ -70,9 +72,9 @@ BIT_CASES = [(i, *[("same_step", False), ("next_step", True)][k % 2]) for k, i i
 @pytest.mark.parametrize("env_id,mode,randomize", BIT_CASES)
 def test_trajectories_are_the_callback_engines_bit_for_bit(env_id, mode, randomize):
     ours, theirs = _pair(env_id)
-    before = ours._host.stats()
+    before = ours.physics_engine.stats()
     mine, reference = _rollout(ours, mode, randomize), _rollout(theirs, mode, randomize)
-    ran = {k: v - before[k] for k, v in ours._host.stats().items()}
+    ran = {k: v - before[k] for k, v in ours.physics_engine.stats().items()}
     for t, (a, b) in enumerate(zip(mine, reference)):
         for (path, x), y in zip(jax.tree_util.tree_flatten_with_path(a)[0], jax.tree.leaves(b)):
             name = jax.tree_util.keystr(path)
@@ -86,7 +88,7 @@ def test_trajectories_are_the_callback_engines_bit_for_bit(env_id, mode, randomi
     assert N < ran["reset"] < N * (1 + STEPS // 2), ran
     if mode == "next_step":  # a reset happens in the call that steps the other envs
         assert ran["calls"] == 1 + STEPS * (1 if not randomize else 2), ran
-    assert theirs._host.stats() == ran  # the fallback takes the same masked path
+    assert theirs.physics_engine.stats() == ran  # the fallback takes the same masked path
 
 
 def test_vmap_over_two_batch_axes_is_one_flat_batch():
@@ -144,7 +146,7 @@ def test_a_reset_of_a_model_with_an_accelerometer_keeps_the_cfrc_ext_mj_forward_
     qvel = rng.normal(0, 0.1, (3, model.nv)).astype(np.float32)
     engines = [cls(model, env.frame_skip, env.data_fields, env.differenced_fields)
                for cls in (native.NativeEngine, CallbackEngine)]
-    ours, theirs = [jax.jit(jax.vmap(lambda q, v, e=e: e.init(q, v, {})))(qpos, qvel) for e in engines]
+    ours, theirs = [jax.jit(jax.vmap(lambda q, v, e=e: e.init(None, q, v)))(qpos, qvel) for e in engines]
     assert np.asarray(theirs.fields["cfrc_ext"]).any()  # what mj_forward gives (tests/envs/test_host_physics.py)
     for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -207,15 +209,15 @@ def test_without_the_extension_the_callback_engine_runs_and_says_so(monkeypatch)
         raise native.NativeUnavailable("gymjax's native MuJoCo engine is not built (no C++ compiler at install?)")
 
     monkeypatch.setattr(native, "library", missing)
-    native._say_fallback.cache_clear()
+    engines._say_fallback.cache_clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fallen = gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
         gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
     said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(said) == 1 and "not built" in said[0] and "mujoco.batch" in said[0], said  # once
-    assert isinstance(fallen._host, CallbackEngine)
-    native._say_fallback.cache_clear()
+    assert isinstance(fallen.physics_engine, CallbackEngine)
+    engines._say_fallback.cache_clear()
     # The fallback runs the same physics and the same masked resets: an env whose episode ends
     # resets alone, in the call that steps the others (next-step mode), and the others go on.
     monkeypatch.undo()
@@ -225,7 +227,7 @@ def test_without_the_extension_the_callback_engine_runs_and_says_so(monkeypatch)
         np.testing.assert_array_equal(np.asarray(a.env_state.state), np.asarray(b.env_state.state))
     pending = [int(np.sum(s.autoreset.pending)) for s in reference[:-1]]
     assert any(0 < p < N for p in pending), pending  # some envs ended while others went on
-    assert fallen._host.stats() == {"calls": 1 + STEPS, "stepped": N * STEPS - sum(pending),
+    assert fallen.physics_engine.stats() == {"calls": 1 + STEPS, "stepped": N * STEPS - sum(pending),
                                     "reset": N + sum(pending)}
 
 
@@ -234,6 +236,6 @@ def test_without_mujoco_batch_the_fallback_says_what_to_install(monkeypatch):
         raise native.NativeUnavailable("gymjax's native MuJoCo engine is not built (no C++ compiler at install?)")
 
     monkeypatch.setattr(native, "library", missing)
-    monkeypatch.setattr(native.host, "batch", None)
+    monkeypatch.setattr(callback, "batch", None)
     with pytest.raises(native.NativeUnavailable, match=r"install mujoco>=4\.0, or use engine=\"mjx\""):
         gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")

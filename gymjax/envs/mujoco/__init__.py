@@ -5,9 +5,9 @@ One module per task; each is Gymnasium's ``<task>_v5.py`` on :class:`MujocoEnv`.
 
 from gymjax.envs.mujoco.ant import Ant
 from gymjax.envs.mujoco.base import ENGINES, SOLVER_PRESETS, MujocoEnv
+from gymjax.envs.mujoco.engine import HostData, NotDifferentiableError
 from gymjax.envs.mujoco.half_cheetah import HalfCheetah
 from gymjax.envs.mujoco.hopper import Hopper
-from gymjax.envs.mujoco.host import HostData, NotDifferentiableError
 from gymjax.envs.mujoco.humanoid import Humanoid
 from gymjax.envs.mujoco.humanoid_standup import HumanoidStandup
 from gymjax.envs.mujoco.inverted_double_pendulum import InvertedDoublePendulum

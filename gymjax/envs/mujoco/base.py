@@ -13,12 +13,13 @@ The physics parameters of these envs are an ``mjx.Model`` whatever the engine:
 fields by name, ``{"body_mass": masses}``, which is how the ``"mujoco"`` engine
 learns which ``MjModel`` fields to write.
 
-Engines (the ``engine`` option):
+Engines (the ``engine`` option), each a :class:`~gymjax.envs.mujoco.engine.PhysicsEngine` that the
+env holds as :attr:`MujocoEnv.physics_engine` and calls without asking which it is:
 
 - ``"mjx"``: MuJoCo MJX, pure JAX; differentiable; the fast path on GPU/TPU.
 - ``"mujoco"``: MuJoCo's C engine, its batch engine called through one typed XLA FFI call
-  per batched step (:mod:`gymjax.envs.mujoco.native`; where that extension is not built,
-  a ``jax.pure_callback`` over a thread pool, :mod:`gymjax.envs.mujoco.host`); still
+  per batched step (:mod:`gymjax.envs.mujoco.engine.native`; where that extension is not built,
+  a ``jax.pure_callback`` over a thread pool, :mod:`gymjax.envs.mujoco.engine.callback`); still
   jittable and vmappable, the faster engine on a CPU and exactly Gymnasium's physics;
   not differentiable.
 - ``"auto"`` (the default): ``"mjx"`` when JAX runs on a GPU/TPU, ``"mujoco"`` on a CPU,
@@ -52,8 +53,16 @@ with contextlib.redirect_stdout(io.StringIO()):
 from gymjax.core import Env, State, where_env
 from gymjax.core.platform import platform
 from gymjax.envs import options
-from gymjax.envs.mujoco.host import POST_CONSTRAINT_FIELDS, STATE_SPEC, HostData, MuJoCoWarning, route_mujoco_warnings
-from gymjax.envs.mujoco.native import make_engine
+from gymjax.envs.mujoco import engine as engines
+from gymjax.envs.mujoco.engine import (
+    POST_CONSTRAINT_FIELDS,
+    STATE_SPEC,
+    HostData,
+    MuJoCoWarning,
+    PhysicsEngine,
+    route_mujoco_warnings,
+)
+from gymjax.envs.mujoco.engine.mjx import MjxEngine
 
 logger = logging.getLogger(__name__)
 
@@ -290,12 +299,11 @@ class MujocoEnv(Env[mjx.Model]):
         self.data_fields = (*own, *(f for f in extra_data_fields if f not in own))
         self.camera = dict(default_camera_config or {})
         self._render_options(camera_id, camera_name, max_geom, visual_options)
-        self._host = (
-            make_engine(self.mj_model, frame_skip, self.data_fields, self.differenced_fields)
-            if self.engine == "mujoco"
-            else None
-        )
         self._post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.data_fields))
+        self.physics_engine: PhysicsEngine = engines.make(
+            self.engine, self.mj_model, frame_skip, self.data_fields, self.differenced_fields,
+            mjx=lambda: MjxEngine(self),
+        )
         # Gymnasium's init_qpos/init_qvel: a fresh MjData's, the model's qpos0 and zeros. NumPy: making
         # an env starts no JAX runtime (see gymjax.core.platform), and so neither do its params (default_params).
         self.init_qpos = np.asarray(self.mj_model.qpos0, np.float32)
@@ -417,19 +425,16 @@ class MujocoEnv(Env[mjx.Model]):
     def step_or_reset(self, state: State, action: jax.Array, reset: jax.Array, key: jax.Array,
                       params: mjx.Model | None = None) -> State:
         """One physics call on MuJoCo's batch engine: the envs that reset do so in the call that
-        steps the others (see :meth:`gymjax.core.Env.step_or_reset`)."""
-        if self._host is None:  # MJX
-            return super().step_or_reset(state, action, reset, key, params)
+        steps the others (see :meth:`gymjax.core.Env.step_or_reset`); MJX computes both."""
         qpos, qvel = self.initial_state(key)
-        data = self._host.step_or_reset(state.env_state, action, reset, qpos, qvel, self._host_fields(params))
-        return where_env(reset, self._started(data), self._stepped(state, data, action))
+        reset_data, stepped = self.physics_engine.step_or_reset(self._changed(params), state.env_state, action, reset,
+                                                                qpos, qvel)
+        return where_env(reset, self._started(reset_data), self._stepped(state, stepped, action))
 
     def restart(self, state: State, reset: jax.Array, key: jax.Array, params: mjx.Model | None = None) -> State:
         """On MuJoCo's batch engine, only the envs that reset run their physics."""
-        if self._host is None:  # MJX
-            return super().restart(state, reset, key, params)
         qpos, qvel = self.initial_state(key)
-        data = self._host.init_where(reset, qpos, qvel, self._host_fields(params))
+        data = self.physics_engine.init_where(self._changed(params), reset, qpos, qvel)
         return where_env(reset, self._started(data), state)
 
     def _stepped(self, state: State, data, action: jax.Array) -> State:
@@ -457,42 +462,16 @@ class MujocoEnv(Env[mjx.Model]):
 
         ``params``: None, an ``mjx.Model``, or ``{field: value}`` (see :meth:`Env.resolve_params`).
         """
-        if self._host is not None:
-            return self._host.init(qpos, qvel, self._host_fields(params))
-        data = self._blank_data.replace(qpos=jnp.asarray(qpos), qvel=jnp.asarray(qvel))
-        return mjx.forward(self.resolve_params(params), data)
+        return self.physics_engine.init(self._changed(params), qpos, qvel)
 
     def physics_step(self, params, data: mjx.Data | HostData, ctrl: jax.Array) -> mjx.Data | HostData:
         """Gymnasium's ``do_simulation``: ``frame_skip`` steps, then ``rnePostConstraint``
         (which fills ``cfrc_ext``, left stale by ``mj_step``) if the task reads what it fills."""
-        if self._host is not None:
-            return self._host.step(data, ctrl, self._host_fields(params))
-        model = self.resolve_params(params)
-        data = data.replace(ctrl=jnp.asarray(ctrl, data.ctrl.dtype))
+        return self.physics_engine.step(self._changed(params), data, ctrl)
 
-        def substep(data, _):
-            return mjx.step(model, data), None
-
-        data, _ = jax.lax.scan(substep, data, None, length=self.frame_skip)
-        return mjx.rne_postconstraint(model, data) if self._post_constraint else data
-
-    def _host_fields(self, params) -> dict[str, jax.Array]:
-        """The fields MuJoCo C must take per env: named, never guessed from a whole model.
-
-        A whole ``mjx.Model`` says nothing about which of its hundreds of leaves
-        changed, and writing them all into ``MjModel`` copies every step would
-        cost more than the physics.
-        """
-        if params is None or params is self._model:
-            return {}
-        if not isinstance(params, dict):
-            raise ValueError(
-                'engine="mujoco" takes changed physics as a dict {field name: value}, e.g. '
-                '{"body_mass": masses} (what DomainRandomization passes), not a whole '
-                f"{type(params).__name__}; field names are those of gymjax.core.field_names(env.default_params)"
-            )
-        self._host.check_fields(params)
-        return params
+    def _changed(self, params):
+        """``params`` as an engine takes it: None for the model's own physics."""
+        return None if params is None or params is self._model else params
 
     # Rendering runs Gymnasium's own MuJoCo renderer on the host, one state at a time: the same
     # camera (a free camera looking at the median of the geoms when it first draws, at
@@ -598,8 +577,7 @@ class MujocoEnv(Env[mjx.Model]):
         self.visual_options = dict(visual_options or {})
 
     def close(self) -> None:
-        if self._host is not None:
-            self._host.close()
+        self.physics_engine.close()
         for renderer in self._renderers.values():
             renderer.close()
         self._renderers.clear()

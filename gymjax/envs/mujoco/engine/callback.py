@@ -1,6 +1,6 @@
-"""The ``"mujoco"`` engine's fallback and shared parts: MuJoCo's batch engine under a callback.
+"""The ``"mujoco"`` engine's fallback: MuJoCo's batch engine under a callback.
 
-:class:`CallbackEngine` is what :func:`gymjax.envs.mujoco.native.make_engine` falls back to where
+:class:`CallbackEngine` is what :func:`gymjax.envs.mujoco.engine.make` falls back to where
 the native extension is not built (no compiler). ``reset`` and ``step`` stay pure JAX functions:
 the physics is one ``jax.pure_callback`` with ``vmap_method="broadcast_all"``, so a vmapped batch
 of ``N`` envs is *one* host call over ``[N, ...]`` arrays. There :class:`HostPhysics` runs them on
@@ -13,153 +13,37 @@ trajectories are the native engine's bit for bit (``tests/envs/test_native_engin
 The one piece that loops over the envs in Python is ``mj_rnePostConstraint`` after a step, for the
 tasks that read what it fills (Ant's and Humanoid's ``cfrc_ext``): the batch's Python face has no
 ``mjb_apply``, and none of its calls runs it after the last substep (see :meth:`HostPhysics._post`).
-
-The module also holds what both engines share: :class:`HostData` and its buffer's :func:`layout`,
-the fields a reset or step fills, randomizable-field checks, and MuJoCo's warnings as Python ones.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-import re
 import threading
-import warnings
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from flax import struct
+
+from gymjax.envs.mujoco.engine.contract import (
+    KINEMATIC_FIELDS,
+    POST_CONSTRAINT_FIELDS,
+    STATE_SPEC,
+    BatchedEngine,
+    HostData,
+    assemble,
+    check_randomizable,
+    field_owner,
+    layout,
+    no_gradient,
+    route_mujoco_warnings,
+    write_field,
+)
 
 try:
     from mujoco import batch
-except ImportError:  # MuJoCo before 4.0 has no batch engine; native.make_engine says what to do
+except ImportError:  # MuJoCo before 4.0 has no batch engine; engine.make says what to do
     batch = None
-
-# What an env's physics state holds between steps: Gymnasium keeps all of it in
-# its MjData. The warm start makes the solver's first guess the same as there.
-STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS | mujoco.mjtState.mjSTATE_WARMSTART
-
-
-# Fields mj_kinematics computes: a reset that needs no more can skip the rest of mj_forward.
-KINEMATIC_FIELDS = frozenset({
-    "xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos", "geom_xmat", "site_xpos", "site_xmat",
-})
-# Fields only mj_rnePostConstraint fills: zero after a reset (mj_resetData clears them and
-# mj_forward does not call it without acceleration sensors), computed after a step only if read.
-POST_CONSTRAINT_FIELDS = frozenset({"cacc", "cfrc_int", "cfrc_ext"})
-
-
-@struct.dataclass
-class HostData:
-    """Physics state of the ``"mujoco"`` engine; :func:`gymjax.envs.mujoco.base.field` reads it
-    like an ``mjx.Data``.
-
-    Attributes:
-        state: uint32 ``[2 * nstate]``, the float64 bits of ``mj_getState(STATE_SPEC)``.
-            JAX keeps float32 by default; carrying the bits keeps the C
-            trajectory exactly MuJoCo's, step after step.
-        qpos: float32 ``[nq]``; qvel: float32 ``[nv]``.
-        fields: float32, the ``MjData`` fields the env declared (``MujocoEnv.data_fields``),
-            as the step leaves them (``xpos`` of the last substep's forward pass, as Ant-v5
-            differences it).
-        residual: for each field the env differences (``MujocoEnv.differenced_fields``), the
-            float64 value less its float32 rounding, in float32: ``field + residual`` holds the
-            float64 number to about 1e-15 relative, so a change of position 500 m from the
-            origin keeps the precision it has in Gymnasium.
-    """
-
-    state: jax.Array
-    qpos: jax.Array
-    qvel: jax.Array
-    fields: dict[str, jax.Array]
-    residual: dict[str, jax.Array]
-
-
-class NotDifferentiableError(TypeError):
-    """Raised when a gradient is taken through the ``"mujoco"`` engine."""
-
-
-NOT_DIFFERENTIABLE = (
-    'the "mujoco" engine is not differentiable: MuJoCo C steps outside JAX. '
-    'Use engine="mjx" to take gradients through reset/step.'
-)
-
-
-def _field_owner(model: mujoco.MjModel, name: str) -> tuple[Any, str]:
-    """``(object, attribute)`` holding field ``name`` of an MjModel (``opt.*`` in ``model.opt``)."""
-    owner, _, field = name.rpartition(".")
-    return {"": model, "opt": model.opt}.get(owner), field
-
-
-def _field_size(model: mujoco.MjModel, name: str) -> int | None:
-    """How many numbers MjModel's field ``name`` holds; None when it has no such field."""
-    owner, field = _field_owner(model, name)
-    value = getattr(owner, field, None) if owner is not None else None
-    if isinstance(value, np.ndarray):
-        return value.size
-    return 1 if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _write_field(model: mujoco.MjModel, name: str, value: np.ndarray) -> None:
-    owner, field = _field_owner(model, name)
-    target = getattr(owner, field)
-    if isinstance(target, np.ndarray):
-        target.reshape(-1)[:] = np.ravel(value)
-    else:
-        setattr(owner, field, type(target)(np.ravel(value)[0]))
-
-
-def check_randomizable(mj_model: mujoco.MjModel, name: str, shape: tuple[int, ...], dtypes=None,
-                       names=None) -> None:
-    """Raises unless ``name`` is an MjModel field of ``shape``'s size (and, given ``dtypes``, of one of
-    them; given ``names``, one of them) that the C engine can take per env."""
-    owner, field = _field_owner(mj_model, name)
-    value = getattr(owner, field, None) if owner is not None else None
-    if (_field_size(mj_model, name) != int(np.prod(shape))
-            or (dtypes is not None and np.asarray(value).dtype not in dtypes)
-            or (names is not None and name not in names)):
-        raise NotImplementedError(
-            f'the "mujoco" engine cannot randomize {name!r}: MjModel has no field of that '
-            'name and size (randomize MjModel fields such as body_mass, geom_friction, '
-            'dof_damping, actuator_gainprm, opt.gravity, or use engine="mjx")'
-        )
-
-
-def layout(
-    mj_model: mujoco.MjModel, fields: tuple[str, ...] = (), residuals: tuple[str, ...] = ()
-) -> dict[str, tuple[int, int, tuple[int, ...]]]:
-    """Where each :class:`HostData` part lives in a row of the host's output buffer:
-    ``name -> (start, stop, shape)`` in 32-bit words (the float64 state takes two a number).
-
-    ``fields``: ``MjData`` array fields besides qpos/qvel; ``residuals``: those of ``qpos`` and
-    ``fields`` whose float64 residual travels too, as ``"residual.<name>"``.
-    """
-    m = mj_model
-    blank = mujoco.MjData(m)
-    parts: dict[str, tuple[int, ...]] = {
-        "state": (2 * mujoco.mj_stateSize(m, STATE_SPEC),),
-        "qpos": (m.nq,),
-        "qvel": (m.nv,),
-    }
-    for name in fields:
-        value = getattr(blank, name, None)
-        if name in parts or not isinstance(value, np.ndarray) or value.dtype != np.float64:
-            raise ValueError(f"{name!r} is not a float array field of mujoco.MjData besides qpos and qvel")
-        parts[name] = value.shape
-    for name in residuals:
-        if name not in parts or name in ("state", "qvel"):
-            raise ValueError(f"residual of {name!r}: expected 'qpos' or one of the declared fields {list(fields)}")
-        parts[f"residual.{name}"] = parts[name]
-    out, start = {}, 0
-    for name, shape in parts.items():
-        size = int(np.prod(shape))
-        out[name] = (start, start + size, shape)
-        start += size
-    return out
-
 
 def _state_offset(model: mujoco.MjModel, component: int, spec: int = STATE_SPEC) -> int:
     """Where ``component`` (one ``mjtState`` bit of ``spec``) starts in a state vector of ``spec``:
@@ -309,7 +193,7 @@ class HostPhysics:
         and this one does not (a training and an evaluation env may share this object)."""
         per_sim = sims.batch.expand
         for name in sims.expanded - fields.keys():
-            per_sim(name)[...] = np.asarray(getattr(*_field_owner(self.mj_model, name)))
+            per_sim(name)[...] = np.asarray(getattr(*field_owner(self.mj_model, name)))
         for name, values in fields.items():
             target = per_sim(name)
             target.reshape(len(target), -1)[...] = values.reshape(len(target), -1)
@@ -329,7 +213,7 @@ class HostPhysics:
         for i in stepping.tolist():
             b.get_data(i, data)
             for name, values in randomized.items():
-                _write_field(model, name, values[i])
+                write_field(model, name, values[i])
             mujoco.mj_rnePostConstraint(model, data)
             for name, view in sims.post_views.items():
                 out[name][i] = view
@@ -388,7 +272,7 @@ class HostPhysics:
 
     def split(self, words: np.ndarray) -> HostData:
         """:meth:`init`'s and :meth:`step`'s buffer as NumPy views, part by part (for tests and tools)."""
-        return _assemble(self.layout, words, lambda part, shape: part.reshape(len(words), *shape),
+        return assemble(self.layout, words, lambda part, shape: part.reshape(len(words), *shape),
                          lambda part: part.view(np.float32))
 
     def close(self) -> None:
@@ -404,21 +288,6 @@ def _rows(ids: np.ndarray, n: int) -> np.ndarray | slice:
 def _ids(ids: np.ndarray, n: int) -> np.ndarray | None:
     """``ids`` as the batch takes them: None for all ``n`` simulations."""
     return None if len(ids) == n else ids.astype(np.int32)
-
-
-def _assemble(where, words, reshape, as_float) -> HostData:
-    """A :class:`HostData` of the buffer's parts (NumPy or JAX: ``reshape`` and ``as_float`` say how)."""
-    parts, fields, residual = {}, {}, {}
-    for name, (start, stop, shape) in where.items():
-        part = words[..., start:stop]
-        part = reshape(part if name == "state" else as_float(part), shape)
-        if name in ("state", "qpos", "qvel"):
-            parts[name] = part
-        elif name.startswith("residual."):
-            residual[name.removeprefix("residual.")] = part
-        else:
-            fields[name] = part
-    return HostData(**parts, fields=fields, residual=residual)
 
 
 def _batched_callback(host_fn, words: int, *args) -> jax.Array:
@@ -451,64 +320,13 @@ def _from_words(words: np.ndarray, dtype) -> np.ndarray:
     return words.view(np.float32) if dtype == jnp.float32 else words
 
 
-def _no_gradient(fn):
-    """``fn`` with a JVP rule that raises :class:`NotDifferentiableError`.
+class CallbackEngine(BatchedEngine):
+    """The JAX side of :class:`HostPhysics` for one env's physics (:class:`BatchedEngine`'s face)."""
 
-    ``pure_callback`` has no JVP rule; JAX's own error would not say what to do.
-    """
-    wrapped = jax.custom_jvp(fn)
-
-    @wrapped.defjvp
-    def _jvp(primals, tangents):
-        raise NotDifferentiableError(NOT_DIFFERENTIABLE)
-
-    return wrapped
-
-
-_TIME = re.compile(r"\s*Time = [0-9.eE+-]+\.?")
-
-
-class MuJoCoWarning(RuntimeWarning):
-    """A warning of MuJoCo's C engine (an unstable simulation, a full contact buffer, ...)."""
-
-
-@functools.cache
-def route_mujoco_warnings() -> None:
-    """MuJoCo's warnings become Python warnings (once per process, when the C backend is first built).
-
-    MuJoCo's own handler prints every warning and appends it to ``MUJOCO_LOG.TXT``
-    in the working directory; 256 unstable envs flooded stderr and wrote into
-    the user's folder. As Python warnings, each kind shows once (Python's default
-    filter) and can be filtered or made an error like any other. The handler is
-    process-wide: MuJoCo has one.
-    """
-
-    def handler(text: str) -> None:
-        # The time varies with every occurrence; without it, repeats are recognised as such.
-        message = _TIME.sub("", text).strip()
-        warnings.warn(f"MuJoCo: {message}", MuJoCoWarning, stacklevel=2)
-
-    mujoco.set_mju_user_warning(handler)
-
-
-class CallbackEngine:
-    """The JAX side of :class:`HostPhysics` for one env: builds and reads :class:`HostData`."""
-
-    def __init__(
-        self,
-        mj_model: mujoco.MjModel,
-        frame_skip: int,
-        fields: tuple[str, ...] = (),
-        residuals: tuple[str, ...] = (),
-        nthread: int | None = None,
-    ):
-        self.mj_model = mj_model
-        self.frame_skip = frame_skip
-        self.fields, self.residuals = tuple(fields), tuple(residuals)
-        self.nthread = nthread
+    def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, fields: tuple[str, ...] = (),
+                 residuals: tuple[str, ...] = (), nthread: int | None = None):
+        super().__init__(mj_model, frame_skip, fields, residuals, nthread)
         self._physics: HostPhysics | None = None  # started on first use, never pickled
-        self.layout = layout(mj_model, self.fields, self.residuals)
-        self.words = max(stop for _, stop, _ in self.layout.values())
 
     @property
     def physics(self) -> HostPhysics:
@@ -516,32 +334,13 @@ class CallbackEngine:
             self._physics = HostPhysics(self.mj_model, self.frame_skip, self.nthread, self.fields, self.residuals)
         return self._physics
 
-    def init(self, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
-        """:meth:`HostPhysics.init` for one env (or a vmapped batch)."""
-        return self._call("init", (jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32)), fields)
-
-    def init_where(self, reset, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
-        """:meth:`HostPhysics.init_where` for one env (or a vmapped batch): the others' physics is not
-        run, and their :class:`HostData` is zeros, for the caller to select away."""
-        arrays = (jnp.asarray(reset, jnp.bool_), jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
-        return self._call("init_where", arrays, fields)
-
-    def step(self, data: HostData, ctrl, fields: dict[str, jax.Array]) -> HostData:
-        """:meth:`HostPhysics.step` for one env (or a vmapped batch)."""
-        return self._call("step", (data.state, jnp.asarray(ctrl, jnp.float32)), fields)
-
-    def step_or_reset(self, data: HostData, ctrl, reset, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
-        """:meth:`step`, or where ``reset`` holds :meth:`init` at ``(qpos, qvel)``, in one call."""
-        arrays = (data.state, jnp.asarray(ctrl, jnp.float32), jnp.asarray(reset, jnp.bool_),
-                  jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
-        return self._call("step_or_reset", arrays, fields)
-
     def stats(self) -> dict[str, int]:
         """:meth:`HostPhysics.stats` of this engine's physics (zeros before it ran)."""
         return self._physics.stats() if self._physics is not None else {"calls": 0, "stepped": 0, "reset": 0}
 
-    def _call(self, method: str, arrays: tuple[jax.Array, ...], fields: dict[str, jax.Array]) -> HostData:
-        """One callback of ``method(*arrays, fields)``, each array one env's (a vmapped batch's rows).
+    def _call(self, target: str, arrays: tuple[jax.Array, ...], fields: dict[str, jax.Array],
+              rows: int = 0) -> HostData:
+        """One callback of ``target(*arrays, fields)``, each array one env's (a vmapped batch's rows).
 
         The arrays (uint32, float32, a bool each) travel as one uint32 array, bit for bit: JAX
         device-puts each argument of a ``pure_callback`` before calling it, which at small batches
@@ -559,21 +358,17 @@ class CallbackEngine:
                 # (measured: 256 Ant steps took 2x as long); a copy costs microseconds.
                 packed = np.array(packed).reshape(n, -1)
                 parts = [_from_words(part, dtype) for part, dtype in zip(np.split(packed, cuts, axis=1), dtypes)]
-                return getattr(self.physics, method)(*parts, self._fields(n, names, values))
+                return getattr(self.physics, target)(*parts, self._fields(n, names, values))
 
             return _batched_callback(host, self.words, jnp.concatenate(columns, axis=-1), *args[len(arrays):])
 
-        words = _no_gradient(call)(*arrays, *fields.values())
-        # Slices and bit casts, in JAX.
-        return _assemble(self.layout, words, lambda part, shape: part.reshape(*words.shape[:-1], *shape),
-                         lambda part: jax.lax.bitcast_convert_type(part, jnp.float32))
+        return self.assemble(no_gradient(call)(*arrays, *fields.values()))
 
     def _fields(self, n: int, names: tuple[str, ...], values) -> dict[str, np.ndarray]:
         return {name: np.array(v).reshape(n, -1) for name, v in zip(names, values)}
 
-    def check_fields(self, fields: dict[str, jax.Array]) -> None:
-        for name, value in fields.items():
-            self.physics.check_randomizable(name, np.shape(value))
+    def check_field(self, name: str, shape: tuple[int, ...]) -> None:
+        self.physics.check_randomizable(name, shape)
 
     def close(self) -> None:
         if self._physics is not None:

@@ -1,16 +1,17 @@
 """The ``"mujoco"`` engine on MuJoCo's own batch engine, called from ``jit`` through typed XLA FFI.
 
-:class:`NativeEngine` has :class:`~gymjax.envs.mujoco.host.CallbackEngine`'s face and the same
-:class:`~gymjax.envs.mujoco.host.HostData`, bit for bit, but a batched physics call is one FFI
+:class:`NativeEngine` has :class:`~gymjax.envs.mujoco.engine.callback.CallbackEngine`'s face (both
+are :class:`~gymjax.envs.mujoco.engine.contract.BatchedEngine`) and the same
+:class:`~gymjax.envs.mujoco.engine.contract.HostData`, bit for bit, but a batched physics call is one FFI
 call into ``csrc/engine.cc``: MuJoCo's ``mjb_*`` batch runs the envs on its own threads in C, with
 no Python and no GIL, where the callback engine reaches the same batch engine through a
 ``pure_callback`` and ``mujoco.batch``'s Python face. A reset runs inside the call too, and with
 :meth:`NativeEngine.step_or_reset` only the envs it names reset, in the same call as the others step.
 
 The extension is built by ``pip install`` (``setup.py``). Where it is missing (no compiler, or a
-MuJoCo whose library is not the one it was built against), :func:`make_engine` falls back to the
-callback engine and says so once; a MuJoCo before 4.0 has no batch engine for either, and
-:func:`make_engine` says what to install.
+MuJoCo whose library is not the one it was built against), :func:`gymjax.envs.mujoco.engine.make`
+falls back to the callback engine and says so once; a MuJoCo before 4.0 has no batch engine for
+either, and it says what to install.
 """
 
 from __future__ import annotations
@@ -19,25 +20,20 @@ import ctypes
 import functools
 import hashlib
 import importlib.util
-import warnings
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from gymjax.envs.mujoco import host
-from gymjax.envs.mujoco.host import (
+from gymjax.envs.mujoco.engine.contract import (
     KINEMATIC_FIELDS,
     POST_CONSTRAINT_FIELDS,
-    CallbackEngine,
+    BatchedEngine,
     HostData,
-    _assemble,
-    _field_owner,
-    _no_gradient,
     check_randomizable,
-    layout,
-    route_mujoco_warnings,
+    field_owner,
+    no_gradient,
 )
 
 _TARGETS = {"init": "GymjaxMujocoInit", "init_where": "GymjaxMujocoInitWhere", "step": "GymjaxMujocoStep",
@@ -82,47 +78,14 @@ def available() -> bool:
     return True
 
 
-@functools.cache
-def _say_fallback(reason: str) -> None:
-    warnings.warn(f"{reason}; MuJoCo envs run on MuJoCo's batch engine under a callback (mujoco.batch), "
-                  "slower than the native engine. Reinstall gymjax with a C++ compiler present "
-                  "(pip install -e .) to build it.", RuntimeWarning, stacklevel=3)
-
-
-def make_engine(mj_model: mujoco.MjModel, frame_skip: int, fields: tuple[str, ...] = (),
-                residuals: tuple[str, ...] = ()) -> NativeEngine | CallbackEngine:
-    """The native engine where it runs, else the callback engine (said once per process)."""
-    try:
-        library()
-    except NativeUnavailable as e:
-        if host.batch is None:
-            raise NativeUnavailable(f'{e}, and MuJoCo {mujoco.__version__} has no batch engine to fall back '
-                                    'to: install mujoco>=4.0, or use engine="mjx"') from None
-        _say_fallback(str(e))
-        return CallbackEngine(mj_model, frame_skip, fields, residuals)
-    return NativeEngine(mj_model, frame_skip, fields, residuals)
-
-
-class NativeEngine:
-    """The JAX side of the batch engine for one env: builds and reads :class:`HostData`.
-
-    Args:
-        mj_model: the model, solver settings included (copied by the native side).
-        frame_skip: ``mj_step`` substeps per env step.
-        fields: the ``MjData`` fields returned besides the state, qpos and qvel.
-        residuals: those of ``qpos`` and ``fields`` whose float64 residual is returned too.
-        nthread: the batch's threads, the caller's included; default: one per CPU.
-    """
+class NativeEngine(BatchedEngine):
+    """The JAX side of the batch engine for one env's physics, one FFI call a batched call
+    (:class:`BatchedEngine`'s face and arguments)."""
 
     def __init__(self, mj_model: mujoco.MjModel, frame_skip: int, fields: tuple[str, ...] = (),
                  residuals: tuple[str, ...] = (), nthread: int | None = None):
-        route_mujoco_warnings()
-        self.mj_model = mj_model
-        self.frame_skip = frame_skip
-        self.fields, self.residuals = tuple(fields), tuple(residuals)
+        super().__init__(mj_model, frame_skip, fields, residuals, nthread)
         self.nthread = nthread or 0
-        self.layout = layout(mj_model, self.fields, self.residuals)
-        self.words = max(stop for _, stop, _ in self.layout.values())
         self.key = self._register()
 
     def _register(self) -> int:
@@ -153,28 +116,8 @@ class NativeEngine:
                                ";".join(parts).encode(), error, len(error)):
             raise RuntimeError(f"gymjax's native MuJoCo engine: {error.value.decode()}")
         if lib.gymjax_words(key) != self.words:
-            raise RuntimeError("gymjax's native MuJoCo engine disagrees with host.layout on the output row")
+            raise RuntimeError("gymjax's native MuJoCo engine disagrees with contract.layout on the output row")
         return key
-
-    def init(self, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
-        """Gymnasium's reset + ``set_state`` for one env (or a vmapped batch)."""
-        return self._call("init", (jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32)), fields)
-
-    def init_where(self, reset, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
-        """:meth:`init` of the envs where ``reset`` holds; the others' physics is not run, and their
-        :class:`HostData` is zeros, for the caller to select away."""
-        arrays = (jnp.asarray(reset, jnp.bool_), jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
-        return self._call("init_where", arrays, fields, rows=1)
-
-    def step(self, data: HostData, ctrl, fields: dict[str, jax.Array]) -> HostData:
-        """Gymnasium's ``do_simulation`` for one env (or a vmapped batch)."""
-        return self._call("step", (data.state, jnp.asarray(ctrl, jnp.float32)), fields)
-
-    def step_or_reset(self, data: HostData, ctrl, reset, qpos, qvel, fields: dict[str, jax.Array]) -> HostData:
-        """:meth:`step`, or where ``reset`` holds :meth:`init` at ``(qpos, qvel)``, in one call."""
-        arrays = (data.state, jnp.asarray(ctrl, jnp.float32), jnp.asarray(reset, jnp.bool_),
-                  jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
-        return self._call("step_or_reset", arrays, fields)
 
     def _call(self, target: str, arrays: tuple[jax.Array, ...], fields: dict[str, jax.Array],
               rows: int = 0) -> HostData:
@@ -187,17 +130,14 @@ class NativeEngine:
             ffi = jax.ffi.ffi_call(f"gymjax_mujoco_{target}", out, vmap_method="broadcast_all")
             return ffi(*args, engine=np.uint64(self.key), fields=names)
 
-        words = _no_gradient(call)(*arrays, *values)
-        return _assemble(self.layout, words, lambda part, shape: part.reshape(*words.shape[:-1], *shape),
-                         lambda part: jax.lax.bitcast_convert_type(part, jnp.float32))
+        return self.assemble(no_gradient(call)(*arrays, *values))
 
     def _type(self, name: str) -> str:
-        value = np.asarray(getattr(*_field_owner(self.mj_model, name)))
+        value = np.asarray(getattr(*field_owner(self.mj_model, name)))
         return _TYPES[value.dtype]
 
-    def check_fields(self, fields: dict[str, jax.Array]) -> None:
-        for name, value in fields.items():
-            check_randomizable(self.mj_model, name, np.shape(value), _TYPES)
+    def check_field(self, name: str, shape: tuple[int, ...]) -> None:
+        check_randomizable(self.mj_model, name, shape, _TYPES)
 
     def stats(self) -> dict[str, int]:
         """What the native engine of this physics ran in this process: ``calls`` (batched calls),
