@@ -2,13 +2,17 @@
 //
 // A jitted program calls one handler per batched physics call. The handler writes the JAX state rows
 // into a batch's state rows, runs the batch on its own threads (no Python, no GIL), and copies the
-// results into one uint32 buffer laid out as gymjax.envs.mujoco.host.layout says. The JAX state stays
+// results into one uint32 buffer laid out as gymjax.envs.mujoco.engine.contract.layout says. The JAX state stays
 // the source of truth: a batch holds nothing between calls that a call does not write first, so
 // stepping the same state twice gives the same result.
 //
 // Python finds the engine it registered (gymjax_register) by a key computed from everything the
 // physics depends on (model bytes, frame skip, fields): a compiled program, cached on disk and run by
-// another process, names an engine that process registered too, never a pointer.
+// another process, names an engine that process registered too, never a pointer. What crosses from
+// Python is typed and crosses once: the output row's layout at registration (arrays of offsets, the
+// fields by name, each resolved to its mjData member there), and each set of randomized fields a
+// program uses (gymjax_register_fields, under a digest of its names and types, which a call names by
+// a typed attribute). Nothing is parsed per call.
 
 #include <mujoco/mjbatch.h>
 #include <mujoco/mjxmacro.h>
@@ -78,10 +82,11 @@ struct Part {  // a field copied out: where in the output row, and from which ba
   bool post;     // filled by mj_rnePostConstraint: zero after a reset
 };
 
-struct Field {  // a randomized MjModel field, as the call names it
+struct Field {  // a randomized MjModel field, as a registered field set names it
   std::string name;
   char type;  // 'd' double, 'f' float, 'i' int, 'b' byte
 };
+using FieldSet = std::vector<Field>;
 
 // One mjBatch and what a call needs beside it. A call holds a slot alone.
 struct Slot {
@@ -112,6 +117,7 @@ struct Engine {
   std::vector<int> bits;
   std::mutex mutex;
   std::vector<std::unique_ptr<Slot>> free;
+  std::map<uint64_t, std::unique_ptr<FieldSet>> field_sets;  // by digest; never removed (programs name them)
   pid_t pid = 0;
   std::atomic<uint64_t> calls{0}, stepped{0}, reset{0};  // for tests and diagnostics (gymjax_stats)
 };
@@ -251,19 +257,12 @@ void WriteRows(void* storage, int size, int n, const float* values) {
 }
 
 
-// Writes this call's randomized fields into the first n simulations, and the nominal values of the
-// fields an earlier call randomized and this one does not (a training and an evaluation env share an
-// engine). `names`: "t:name;..." with t the MjModel field's type (d double, f float, i int, b byte).
-ffi::Error WriteFields(Slot& s, int n, std::string_view names, const ffi::RemainingArgs& values) {
-  std::vector<Field> fields;
-  for (size_t start = 0; start < names.size();) {
-    size_t end = names.find(';', start);
-    if (end == std::string_view::npos) end = names.size();
-    std::string_view item = names.substr(start, end - start);
-    if (item.size() < 3 || item[1] != ':') return ffi::Error::InvalidArgument("bad randomized field list");
-    fields.push_back({std::string(item.substr(2)), item[0]});
-    start = end + 1;
-  }
+// Writes this call's randomized fields (a registered set, null for none) into the first n simulations,
+// and the nominal values of the fields an earlier call randomized and this one does not (a training and
+// an evaluation env share an engine).
+ffi::Error WriteFields(Slot& s, int n, const FieldSet* set, const ffi::RemainingArgs& values) {
+  static const FieldSet kNone;
+  const FieldSet& fields = set ? *set : kNone;
   if (fields.size() != values.size()) {
     return ffi::Error::InvalidArgument("randomized field names and values differ in number");
   }
@@ -301,17 +300,20 @@ ffi::Error WriteFields(Slot& s, int n, std::string_view names, const ffi::Remain
   return ffi::Error::Success();
 }
 
-// MuJoCo's errors in some simulations: those kept their state; the call fails naming the first.
+// MuJoCo's errors in some simulations: those kept their state; the call fails naming them all and the
+// first one's message. The form is gymjax.envs.mujoco.engine.contract.SimulationError's, which reads
+// the ids back from it: "gymjax.SimulationError: simulations [i, j] of n: <message>".
 ffi::Error Failures(Slot& s, int nfail, const std::vector<int>& ids) {
   if (!nfail) return ffi::Error::Success();
   const int* status = mjb_status(s.batch);
+  std::string which, first;
   for (int id : ids) {
-    if (status[id]) {
-      return ffi::Error::Internal("MuJoCo raised an error in " + std::to_string(nfail) + " simulation(s); simulation " +
-                                  std::to_string(id) + ": " + mjb_error(s.batch, id));
-    }
+    if (!status[id]) continue;
+    if (first.empty()) first = std::string("simulation ") + std::to_string(id) + ": " + mjb_error(s.batch, id);
+    which += (which.empty() ? "" : ", ") + std::to_string(id);
   }
-  return ffi::Error::Internal("MuJoCo raised an error in " + std::to_string(nfail) + " simulation(s)");
+  return ffi::Error::Internal("gymjax.SimulationError: simulations [" + which + "] of " + std::to_string(ids.size()) +
+                              ": MuJoCo raised an error; " + (first.empty() ? "no message" : first));
 }
 
 // MuJoCo's warnings (an unstable simulation, a full contact buffer) that a call raises go out through
@@ -351,7 +353,7 @@ void Warnings(Slot& s, const std::vector<int>& ids) {
   }
 }
 
-// Copies simulation i's results into output row `row` (see gymjax.envs.mujoco.host.layout).
+// Copies simulation i's results into output row `row` (see gymjax.envs.mujoco.engine.contract.layout).
 // `zero_post`: the post-constraint fields are zero, as mj_resetData leaves them where the reset ran the
 // kinematics alone; after a full reset they are copied, since mj_forward fills them for acceleration sensors.
 void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool zero_post, bool applied) {
@@ -379,7 +381,7 @@ void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool zero_post
 
 // One batched call. `state`/`ctrl`: the rows to step (null: none); `reset`: which rows reset instead
 // (null: none, or all when state is null); `qpos`/`qvel`: the resets' states.
-ffi::Error Call(Engine* e, std::string_view fields, int64_t n, const uint32_t* state, const float* ctrl,
+ffi::Error Call(Engine* e, uint64_t fields, int64_t n, const uint32_t* state, const float* ctrl,
                 const bool* reset, const float* qpos, const float* qvel, const ffi::RemainingArgs& values,
                 uint32_t* out) {
   if (n == 0) return ffi::Error::Success();
@@ -390,7 +392,15 @@ ffi::Error Call(Engine* e, std::string_view fields, int64_t n, const uint32_t* s
   Slot& s = *slot;
   int count = static_cast<int>(n);
   mjModel* m = e->model;
-  ffi::Error status = WriteFields(s, count, fields, values);
+  const FieldSet* set = nullptr;
+  if (fields) {
+    std::lock_guard<std::mutex> lock(e->mutex);
+    auto it = e->field_sets.find(fields);
+    if (it != e->field_sets.end()) set = it->second.get();
+  }
+  ffi::Error status = fields && !set ? ffi::Error::Internal("gymjax: randomized field set " + std::to_string(fields) +
+                                                            " is not registered in this process")
+                                     : WriteFields(s, count, set, values);
   // Each row steps, resets, or (a masked reset without a state) is left out, its output zero.
   std::vector<int> stepping, resetting;
   for (int i = 0; i < count; i++) {
@@ -469,7 +479,7 @@ ffi::Error Unregistered(uint64_t key) {
 // The four handlers: which rows a call steps or resets (see Call), the batch's size read off the
 // input whose rows are one env each.
 
-ffi::Error Init(uint64_t key, std::string_view fields, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi::F32> qvel,
+ffi::Error Init(uint64_t key, uint64_t fields, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi::F32> qvel,
                 ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
   if (!e) return Unregistered(key);
@@ -477,7 +487,7 @@ ffi::Error Init(uint64_t key, std::string_view fields, ffi::Buffer<ffi::F32> qpo
               qvel.typed_data(), values, out->typed_data());
 }
 
-ffi::Error Step(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
+ffi::Error Step(uint64_t key, uint64_t fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
                 ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
   if (!e) return Unregistered(key);
@@ -485,7 +495,7 @@ ffi::Error Step(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U32> sta
               nullptr, nullptr, values, out->typed_data());
 }
 
-ffi::Error InitWhere(uint64_t key, std::string_view fields, ffi::Buffer<ffi::PRED> reset, ffi::Buffer<ffi::F32> qpos,
+ffi::Error InitWhere(uint64_t key, uint64_t fields, ffi::Buffer<ffi::PRED> reset, ffi::Buffer<ffi::F32> qpos,
                      ffi::Buffer<ffi::F32> qvel, ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
   if (!e) return Unregistered(key);
@@ -493,7 +503,7 @@ ffi::Error InitWhere(uint64_t key, std::string_view fields, ffi::Buffer<ffi::PRE
               qpos.typed_data(), qvel.typed_data(), values, out->typed_data());
 }
 
-ffi::Error StepOrReset(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
+ffi::Error StepOrReset(uint64_t key, uint64_t fields, ffi::Buffer<ffi::U32> state, ffi::Buffer<ffi::F32> ctrl,
                        ffi::Buffer<ffi::PRED> reset, ffi::Buffer<ffi::F32> qpos, ffi::Buffer<ffi::F32> qvel,
                        ffi::RemainingArgs values, ffi::Result<ffi::Buffer<ffi::U32>> out) {
   Engine* e = Find(key);
@@ -507,7 +517,7 @@ ffi::Error StepOrReset(uint64_t key, std::string_view fields, ffi::Buffer<ffi::U
 XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoInit, Init,
                               ffi::Ffi::Bind()
                                   .Attr<uint64_t>("engine")
-                                  .Attr<std::string_view>("fields")
+                                  .Attr<uint64_t>("fields")
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .RemainingArgs()
@@ -516,7 +526,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoInit, Init,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoInitWhere, InitWhere,
                               ffi::Ffi::Bind()
                                   .Attr<uint64_t>("engine")
-                                  .Attr<std::string_view>("fields")
+                                  .Attr<uint64_t>("fields")
                                   .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
@@ -526,7 +536,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoInitWhere, InitWhere,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoStep, Step,
                               ffi::Ffi::Bind()
                                   .Attr<uint64_t>("engine")
-                                  .Attr<std::string_view>("fields")
+                                  .Attr<uint64_t>("fields")
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .RemainingArgs()
@@ -535,7 +545,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoStep, Step,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoStepOrReset, StepOrReset,
                               ffi::Ffi::Bind()
                                   .Attr<uint64_t>("engine")
-                                  .Attr<std::string_view>("fields")
+                                  .Attr<uint64_t>("fields")
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
@@ -544,15 +554,21 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(GymjaxMujocoStepOrReset, StepOrReset,
                                   .RemainingArgs()
                                   .Ret<ffi::Buffer<ffi::U32>>());
 
-// Registers an engine under `key` (a no-op when one is): a copy of the model, and where each part of
-// an output row lies (gymjax.envs.mujoco.host.layout). `parts`: "name:start:size:residual:post;..." in
-// 32-bit words, residual -1 where none, post 1 for a field mj_rnePostConstraint fills (host's
-// POST_CONSTRAINT_FIELDS: zero after a reset); "qpos" among them says where qpos and its residual go,
-// and "qvel" and "state" where those go. Returns 0, or -1 with a message in `error`.
+// Registers an engine under `key` (a no-op when one is): a copy of the model, and where each part of an
+// output row lies (gymjax.envs.mujoco.engine.contract.layout), as `nparts` rows of `layout`, each
+// {start, size, residual, post} in 32-bit words (size in numbers; residual -1 where none; post 1 for a
+// field mj_rnePostConstraint fills, zero after a reset). Rows 0, 1 and 2 are the state, qpos and qvel;
+// row k >= 3 is the mjData field `fields[k - 3]`, resolved here to its member. Returns 0, or -1 with a
+// message in `error`.
 extern "C" int gymjax_register(uint64_t key, const mjModel* model, int frame_skip, int nthread, int flags,
-                               const char* parts, char* error, int error_size) {
+                               int nparts, const int32_t* layout, const char* const* fields, char* error,
+                               int error_size) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   if (Registry().count(key)) return 0;
+  if (nparts < 3) {
+    std::snprintf(error, error_size, "a layout has the state, qpos and qvel first; got %d parts", nparts);
+    return -1;
+  }
   auto e = std::make_unique<Engine>();
   e->model = mj_copyModel(nullptr, model);
   if (!e->model) {
@@ -578,40 +594,59 @@ extern "C" int gymjax_register(uint64_t key, const mjModel* model, int frame_ski
     std::snprintf(error, error_size, "unexpected state layout");
     return -1;
   }
-  std::string_view list(parts);
+  const int32_t* state = layout;
+  const int32_t* qpos = layout + 4;
+  const int32_t* qvel = layout + 8;
+  if (state[1] != 2 * e->nstate || qpos[1] != e->model->nq || qvel[1] != e->model->nv) {
+    std::snprintf(error, error_size, "the layout's state, qpos or qvel size is not the model's");
+    return -1;
+  }
+  e->state_start = state[0];
+  e->qpos_start = qpos[0];
+  e->qpos_residual = qpos[2];
+  e->qvel_start = qvel[0];
   int words = 0;
-  for (size_t start = 0; start < list.size();) {
-    size_t end = list.find(';', start);
-    if (end == std::string_view::npos) end = list.size();
-    std::string item(list.substr(start, end - start));
-    char name[256];
-    int at = 0, size = 0, residual = -1, post = 0;
-    if (std::sscanf(item.c_str(), "%255[^:]:%d:%d:%d:%d", name, &at, &size, &residual, &post) != 5) {
-      std::snprintf(error, error_size, "bad part %s", item.c_str());
-      return -1;
-    }
-    std::string part(name);
-    if (part == "state") {
-      e->state_start = at;
-    } else if (part == "qpos") {
-      e->qpos_start = at;
-      e->qpos_residual = residual;
-    } else if (part == "qvel") {
-      e->qvel_start = at;
-    } else {
-      DataMember member = DataField(part);
+  for (int k = 0; k < nparts; k++) {
+    const int32_t* row = layout + 4 * k;
+    int at = row[0], size = row[1], residual = row[2];
+    if (k >= 3) {
+      std::string name(fields[k - 3]);
+      DataMember member = DataField(name);
       if (!member) {
-        std::snprintf(error, error_size, "%s is not an mjtNum array of mjData", name);
+        std::snprintf(error, error_size, "%s is not an mjtNum array of mjData", name.c_str());
         return -1;
       }
-      e->parts.push_back({part, member, at, size, residual, post != 0});
+      e->parts.push_back({name, member, at, size, residual, row[3] != 0});
     }
-    words = std::max(words, at + (part == "state" ? 2 * size : size));
+    words = std::max(words, at + size);
     if (residual >= 0) words = std::max(words, residual + size);
-    start = end + 1;
   }
   e->words = words;
   Registry()[key] = e.release();
+  return 0;
+}
+
+// Registers a set of randomized MjModel fields with engine `key` under `set` (a digest of the names
+// and types, nonzero; a no-op when registered): `n` names, and `types`, one character each ('d'
+// double, 'f' float, 'i' int, 'b' byte: the MjModel field's). A call names the set by its digest.
+// Returns 0, or -1 with a message in `error`.
+extern "C" int gymjax_register_fields(uint64_t key, uint64_t set, int n, const char* const* names,
+                                      const char* types, char* error, int error_size) {
+  Engine* e = Find(key);
+  if (!e) {
+    std::snprintf(error, error_size, "MuJoCo engine %llu is not registered", static_cast<unsigned long long>(key));
+    return -1;
+  }
+  auto fields = std::make_unique<FieldSet>();
+  for (int k = 0; k < n; k++) {
+    if (!std::strchr("dfib", types[k]) || !types[k]) {
+      std::snprintf(error, error_size, "field %s: type must be one of d, f, i, b", names[k]);
+      return -1;
+    }
+    fields->push_back({names[k], types[k]});
+  }
+  std::lock_guard<std::mutex> lock(e->mutex);
+  if (!e->field_sets.count(set)) e->field_sets[set] = std::move(fields);
   return 0;
 }
 

@@ -38,6 +38,7 @@ from gymjax.envs.mujoco.engine.contract import (
 
 _TARGETS = {"init": "GymjaxMujocoInit", "init_where": "GymjaxMujocoInitWhere", "step": "GymjaxMujocoStep",
             "step_or_reset": "GymjaxMujocoStepOrReset"}
+_FUNCTIONS = ("gymjax_register", "gymjax_register_fields", "gymjax_words", "gymjax_stats")
 _POST_CONSTRAINT, _KINEMATIC_RESETS = 1, 2  # gymjax_register's flags
 _TYPES = {np.dtype(np.float64): "d", np.dtype(np.float32): "f", np.dtype(np.int32): "i", np.dtype(np.uint8): "b"}
 
@@ -57,9 +58,18 @@ def library() -> ctypes.CDLL:
         lib = ctypes.CDLL(spec.origin)
     except OSError as e:
         raise NativeUnavailable(f"gymjax's native MuJoCo engine does not load: {e}") from None
+    missing = [name for name in (*_TARGETS.values(), *_FUNCTIONS) if not hasattr(lib, name)]
+    if missing:  # built by another version of gymjax (an editable install not rebuilt since)
+        raise NativeUnavailable(f"gymjax's native MuJoCo engine at {spec.origin} was built by another version of "
+                                f"gymjax (it lacks {', '.join(missing)})")
     lib.gymjax_register.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                    ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+                                    ctypes.c_int, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_char_p),
+                                    ctypes.c_char_p, ctypes.c_int]
     lib.gymjax_register.restype = ctypes.c_int
+    lib.gymjax_register_fields.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int,
+                                           ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.c_int]
+    lib.gymjax_register_fields.restype = ctypes.c_int
     lib.gymjax_words.argtypes = [ctypes.c_uint64]
     lib.gymjax_words.restype = ctypes.c_int
     lib.gymjax_stats.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
@@ -92,43 +102,64 @@ class NativeEngine(BatchedEngine):
         """Registers the native engine (idempotent) and returns its key.
 
         The key is a digest of everything the physics depends on: a program compiled in one
-        process and read from JAX's disk cache by another then finds the same engine there.
+        process and read from JAX's disk cache by another then finds the same engine there. The
+        output row's layout crosses typed, once: a row ``{start, size, residual, post}`` a part, the
+        state, qpos and qvel first, then each field, resolved by name to its ``mjData`` member in C.
         """
         model = self.mj_model
-        parts = []
-        for name, (start, _, shape) in self.layout.items():
-            if name.startswith("residual."):
-                continue
-            size = int(np.prod(shape)) // (2 if name == "state" else 1)
+        names = [name for name in self.layout if name not in ("state", "qpos", "qvel") and
+                 not name.startswith("residual.")]
+        rows = []
+        for name in ("state", "qpos", "qvel", *names):
+            start, stop, _ = self.layout[name]
             residual = self.layout.get(f"residual.{name}", (-1,))[0]
-            parts.append(f"{name}:{start}:{size}:{residual}:{int(name in POST_CONSTRAINT_FIELDS)}")
+            rows.append((start, stop - start, residual, int(name in POST_CONSTRAINT_FIELDS)))
         flags = (_POST_CONSTRAINT if POST_CONSTRAINT_FIELDS & set(self.fields) else 0) | (
             _KINEMATIC_RESETS if set(self.fields) <= KINEMATIC_FIELDS | POST_CONSTRAINT_FIELDS else 0)
-        size = mujoco.mj_sizeModel(model)
-        buffer = np.empty(size, np.uint8)
+        buffer = np.empty(mujoco.mj_sizeModel(model), np.uint8)
         mujoco.mj_saveModel(model, None, buffer)
         digest = hashlib.blake2b(buffer.tobytes(), digest_size=8)
-        digest.update(repr((self.frame_skip, self.nthread, flags, parts)).encode())
+        digest.update(repr((self.frame_skip, self.nthread, flags, rows, names)).encode())
         key = int.from_bytes(digest.digest(), "little") >> 1
         error = ctypes.create_string_buffer(512)
+        layout = np.ascontiguousarray(rows, np.int32)
+        fields = (ctypes.c_char_p * max(len(names), 1))(*(n.encode() for n in names))
         lib = library()
-        if lib.gymjax_register(key, model._address, self.frame_skip, self.nthread, flags,
-                               ";".join(parts).encode(), error, len(error)):
+        if lib.gymjax_register(key, model._address, self.frame_skip, self.nthread, flags, len(rows),
+                               layout.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), fields, error, len(error)):
             raise RuntimeError(f"gymjax's native MuJoCo engine: {error.value.decode()}")
         if lib.gymjax_words(key) != self.words:
             raise RuntimeError("gymjax's native MuJoCo engine disagrees with contract.layout on the output row")
+        self._field_sets: dict[tuple[str, ...], int] = {}
         return key
+
+    def _field_set(self, names: tuple[str, ...]) -> int:
+        """The digest a call names its randomized fields by (0: none), registered with the engine the
+        first time (at trace time): the names and their MjModel types cross to C once."""
+        if not names:
+            return 0
+        if names not in self._field_sets:
+            types = "".join(self._type(name) for name in names)
+            digest = hashlib.blake2b(repr((names, types)).encode(), digest_size=8)
+            set_key = (int.from_bytes(digest.digest(), "little") >> 1) or 1
+            error = ctypes.create_string_buffer(512)
+            c_names = (ctypes.c_char_p * len(names))(*(n.encode() for n in names))
+            if library().gymjax_register_fields(self.key, set_key, len(names), c_names, types.encode(), error,
+                                                len(error)):
+                raise RuntimeError(f"gymjax's native MuJoCo engine: {error.value.decode()}")
+            self._field_sets[names] = set_key
+        return self._field_sets[names]
 
     def _call(self, target: str, arrays: tuple[jax.Array, ...], fields: dict[str, jax.Array],
               rows: int = 0) -> HostData:
         """One FFI call; ``arrays[rows]``'s leading axes are the batch's (a row of it one env's)."""
-        names = ";".join(f"{self._type(name)}:{name}" for name in fields)
+        field_set = np.uint64(self._field_set(tuple(fields)))
         values = [jnp.asarray(v, jnp.float32) for v in fields.values()]
 
         def call(*args):
             out = jax.ShapeDtypeStruct((*args[rows].shape[:-1], self.words), jnp.uint32)
             ffi = jax.ffi.ffi_call(f"gymjax_mujoco_{target}", out, vmap_method="broadcast_all")
-            return ffi(*args, engine=np.uint64(self.key), fields=names)
+            return ffi(*args, engine=np.uint64(self.key), fields=field_set)
 
         return self.assemble(no_gradient(call)(*arrays, *values))
 
