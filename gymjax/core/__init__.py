@@ -12,6 +12,7 @@ from gymjax.core.env import (
     where_env,
     with_fields,
 )
+from gymjax.core.errors import SimulationError, simulation_error
 
-__all__ = ["AutoResetState", "Env", "EpisodeStatistics", "State", "Wrapper", "check_agents", "field_names", "where",
-           "where_env", "with_fields"]
+__all__ = ["AutoResetState", "Env", "EpisodeStatistics", "SimulationError", "State", "Wrapper", "check_agents",
+           "field_names", "simulation_error", "where", "where_env", "with_fields"]

@@ -33,6 +33,7 @@ import numpy as np
 
 from gymjax import envs
 from gymjax.core import Env, EpisodeStatistics, State
+from gymjax.core.errors import typed_simulation_errors
 from gymjax.core.platform import platform
 from gymjax.wrappers.options import SessionOptions, UnsupportedRenderMode, batch_seed_words, check_num_envs
 from gymjax.wrappers.programs import (
@@ -255,7 +256,9 @@ class Session:
         reset_keys = self.info_keys if self.base.reset_info_keys is None else self.base.reset_info_keys
         self.reset_info_keys = tuple(k for k in self.info_keys if k in reset_keys)
         self.step_only_keys = tuple(k for k in self.info_keys if k not in reset_keys)
-        self.state: State | None = None
+        self._state: State | None = None
+        self._words: jax.Array | None = None  # the state packed, as the host path steps it (StateCodec)
+        self._reset: tuple | None = None  # (obs, info) of the reset that made _words, while it is current
         self._key: jax.Array | None = None  # a single env's key stream (a batch keeps its own in JAX)
         # As of the last fetch(): the envs whose obs and info are a reset's.
         self.restarted = np.zeros(self.num_envs, bool)
@@ -268,6 +271,35 @@ class Session:
         self._step, self._start, self._step_host = program.step, program.start, program.step_host
         self._packer = program.packer
         self._set_state = None
+
+    @property
+    def state(self) -> State | None:
+        """The envs' state on the device; None before the first reset. Between host steps it is kept
+        packed in one buffer, and unpacked here when read."""
+        if self._state is None and self._words is not None:
+            self._state = self._program.unpack_state(self._words)
+        return self._state
+
+    @state.setter
+    def state(self, value: State | None) -> None:
+        self._state, self._words, self._reset = value, None, None
+
+    @property
+    def has_state(self) -> bool:
+        """Whether the envs have a state (a reset came first), asked without unpacking it."""
+        return self._state is not None or self._words is not None
+
+    @property
+    def current(self) -> Any:
+        """The state as it is now, by identity, without unpacking it: the same object until a step,
+        reset or write moves it on (what a view of the state compares to know it is stale)."""
+        return self._words if self._words is not None else self._state
+
+    def state_of(self, current: Any) -> State | None:
+        """The state a :attr:`current` of an earlier moment stood for."""
+        if current is not None and current is self._words:
+            return self.state
+        return self._program.unpack_state(current) if isinstance(current, jax.Array) else current
 
     @property
     def device(self) -> jax.Device | None:
@@ -307,7 +339,12 @@ class Session:
         stream = self._stream()
         if stream is None:  # the first reset: unseeded envs start a random stream
             stream, given = np.zeros(stream_shape(self.num_envs, self.batched), np.uint32), np.ones_like(given)
-        self.state, keys = self._start(words, given, stream)
+        with typed_simulation_errors():  # a MuJoCo error names its envs (gymjax.core.errors)
+            if self._program.codec is not None:
+                self._words, keys, obs, info = self._program.start_words(words, given, stream)
+                self._state, self._reset = None, (obs, info)
+            else:
+                self.state, keys = self._start(words, given, stream)
         if not self.batched:
             self._key = keys
         self._ended = np.zeros(self.num_envs, bool)
@@ -316,7 +353,7 @@ class Session:
     def _stream(self) -> jax.Array | None:
         """Each env's key for its next reset (:func:`~gymjax.wrappers.programs.stream_shape`); None
         before the first reset."""
-        if self.state is None:
+        if not self.has_state:
             return None
         return self.state.autoreset.key if self.batched else self._key
 
@@ -326,12 +363,18 @@ class Session:
         ``host=False`` skips packing the results for :meth:`fetch`, for a caller that
         reads ``state`` on the device (the torch bridge).
         """
-        if self.state is None:
+        if self._state is None and self._words is None:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
-        if host:
-            self.state, self._packed = self._step_host(self.state, actions)
-        else:
-            self.state, self._packed = self._step(self.state, actions), None
+        program = self._program
+        with typed_simulation_errors():
+            if host and program.codec is not None:
+                words = self._words if self._words is not None else program.pack_state(self._state)
+                self._words, self._packed = program.step_words(words, actions)
+                self._state, self._reset = None, None
+            elif host:
+                self.state, self._packed = self._step_host(self.state, actions)
+            else:
+                self.state, self._packed = self._step(self.state, actions), None
 
     def view(self) -> StepView:
         """The last step's results on the device, where :meth:`fetch` would bring them to the host."""
@@ -345,7 +388,8 @@ class Session:
         in next-step mode, none for a single env."""
         if self._packed is None:
             raise RuntimeError("fetch() follows step(actions) (with host=True)")
-        out = self._packer.unpack(self._packed)
+        with typed_simulation_errors():  # dispatch is asynchronous: a failed step shows here
+            out = self._packer.unpack(self._packed)
         if self.batched and self.autoreset_mode is AutoResetMode.SAME_STEP:
             self.restarted = out.done
         elif self.batched:
@@ -354,13 +398,15 @@ class Session:
 
     def reset_view(self) -> tuple[Any, dict[str, jax.Array]]:
         """``(obs, reset info)`` after :meth:`reset`, on the device: the info keys a reset reports."""
-        return self.state.obs, {k: self.state.info[k] for k in self.reset_info_keys}
+        obs, info = self._reset if self._reset is not None else (self.state.obs, self.state.info)
+        return obs, {k: info[k] for k in self.reset_info_keys}
 
     def fetch_reset(self) -> tuple[Any, dict[str, np.ndarray]]:
         """:meth:`reset_view` as writable NumPy."""
         # Copies, as a step's results are: NumPy's view of a JAX buffer is read-only, and users (and
         # Gymnasium's vector FlattenObservation) write into observations.
-        return jax.tree.map(np.array, self.reset_view())
+        with typed_simulation_errors():
+            return jax.tree.map(np.array, self.reset_view())
 
     def set_state(self, qpos: Any, qvel: Any) -> None:
         """A single env's simulator put at ``(qpos, qvel)``, as Gymnasium's MuJoCo envs do."""
@@ -399,7 +445,7 @@ class Session:
         if self.render_mode is None:
             gymnasium.logger.warn("render() called with render_mode=None; make the env with render_mode='rgb_array'")
             return None
-        if self.state is None:
+        if not self.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
         if self._window is not None and self._window.headless:
             return None  # nothing would show the frame (the window warned when the env was made)
@@ -426,7 +472,7 @@ class Session:
         for name in ("_program", "_start", "_step", "_step_host", "_set_state", "_packer", "_packed"):
             state.pop(name)
         state["_window"] = None if self._window is None else _Window(self._window.fps)
-        state["state"] = jax.device_get(self.state)
+        state["_state"], state["_words"], state["_reset"] = jax.device_get(self.state), None, None
         state["_key"] = None if self._key is None else np.asarray(self._key)
         return state
 

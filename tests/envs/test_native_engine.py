@@ -6,6 +6,8 @@ both auto-reset modes, randomized model fields and action repeat included, must 
 both, from the same calls.
 """
 
+import ctypes
+import pathlib
 import pickle
 import subprocess
 import sys
@@ -19,6 +21,7 @@ import pytest
 
 import gymjax
 from gymjax import envs
+from gymjax.core import SimulationError, simulation_error
 from gymjax.envs.mujoco import engine as engines
 from gymjax.envs.mujoco.engine import MuJoCoWarning, callback, native
 from gymjax.envs.mujoco.engine.callback import CallbackEngine
@@ -239,3 +242,57 @@ def test_without_mujoco_batch_the_fallback_says_what_to_install(monkeypatch):
     monkeypatch.setattr(callback, "batch", None)
     with pytest.raises(native.NativeUnavailable, match=r"install mujoco>=4\.0, or use engine=\"mjx\""):
         gymjax.make("JaxInvertedPendulum-v0", engine="mujoco")
+
+
+# Twenty boxes falling onto a floor in an arena too small for their contacts: MuJoCo raises
+# "mj_stackAlloc: out of memory" in the collision stage of the first forward pass.
+CRAMPED = ('<mujoco><size memory="40K"/><worldbody><geom type="plane" size="5 5 .1"/>'
+           + "".join(f'<body pos="{i * 0.05} 0 {0.1 + 0.05 * i}"><freejoint/><geom type="box" size=".1 .1 .1"/></body>'
+                     for i in range(20))
+           + "</worldbody></mujoco>")
+
+
+def test_a_mujoco_error_names_its_envs_alike_on_both_engines():
+    model = mujoco.MjModel.from_xml_string(CRAMPED)
+    qpos = np.tile(model.qpos0, (3, 1)).astype(np.float32)
+    qvel = np.zeros((3, model.nv), np.float32)
+    errors = []
+    for cls in (native.NativeEngine, CallbackEngine):
+        engine = cls(model, 1)
+        with pytest.raises(jax.errors.JaxRuntimeError) as caught:
+            jax.block_until_ready(jax.jit(jax.vmap(lambda q, v, e=engine: e.init(None, q, v)))(qpos, qvel))
+        errors.append(simulation_error(caught.value))
+    native_error, callback_error = errors
+    assert native_error is not None and callback_error is not None
+    assert native_error.ids == callback_error.ids == (0, 1, 2) and native_error.size == callback_error.size == 3
+    assert native_error.message == callback_error.message
+    assert native_error.message.startswith("MuJoCo raised an error; simulation 0: mj_stackAlloc: out of memory")
+
+
+def test_a_gymnasium_env_raises_the_typed_error(tmp_path):
+    """Through the host runtime (any adapter), the error is a SimulationError, not JAX's text: Hopper
+    among sixty boxes, in a stack too small for their collision pairs."""
+    import gymnasium
+
+    xml = (pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml").read_text()
+    boxes = "".join(f'<geom type="box" pos="{0.01 * i} 0 {0.03 * i}" size=".3 .3 .05"/>' for i in range(60))
+    path = tmp_path / "hopper_in_boxes.xml"
+    cramped = xml.replace("<worldbody>", f"<worldbody>{boxes}", 1)
+    cramped = cramped.replace("<compiler", '<size memory="8K"/><compiler', 1)
+    path.write_text(cramped)
+    env = gymnasium.make_vec("JaxHopper-v0", num_envs=2, xml_file=str(path))
+    with pytest.raises(SimulationError, match=r"simulations \[0, 1\] of 2: MuJoCo raised an error; simulation 0"):
+        env.reset(seed=0)
+
+
+def test_randomized_fields_cross_once_as_a_registered_set():
+    env = gymjax.make("JaxHopper-v0", engine="mujoco")
+    engine = env.physics_engine
+    masses = jnp.asarray(env.mj_model.body_mass, jnp.float32) * 1.1
+    state = jax.jit(lambda k: env.reset(k, {"body_mass": masses}))(jax.random.PRNGKey(0))
+    assert list(engine._field_sets) == [("body_mass",)]
+    key = engine._field_sets[("body_mass",)]
+    jax.jit(lambda s: env.step(s, jnp.zeros(3), {"body_mass": masses}))(state)
+    assert engine._field_sets == {("body_mass",): key}  # the same set, not registered again
+    assert native.library().gymjax_register_fields(engine.key, key, 1, (ctypes.c_char_p * 1)(b"body_mass"), b"x",
+                                                   ctypes.create_string_buffer(64), 64) == -1  # a type C refuses

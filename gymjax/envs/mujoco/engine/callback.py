@@ -17,14 +17,17 @@ tasks that read what it fills (Ant's and Humanoid's ``cfrc_ext``): the batch's P
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from gymjax.core.errors import SimulationError
 from gymjax.envs.mujoco.engine.contract import (
     KINEMATIC_FIELDS,
     POST_CONSTRAINT_FIELDS,
@@ -165,7 +168,7 @@ class HostPhysics:
         reset = np.full(n, state is None) if reset is None else np.asarray(reset, bool)
         stepping = np.flatnonzero(~reset) if state is not None else np.empty(0, np.intp)
         resetting = np.flatnonzero(reset)
-        with self._lock:
+        with self._lock, _typed(n):
             if n not in self._sims:
                 self._sims[n] = _Sims(self, n)
             sims = self._sims[n]
@@ -278,6 +281,18 @@ class HostPhysics:
     def close(self) -> None:
         with self._lock:
             self._sims.clear()
+
+
+@contextlib.contextmanager
+def _typed(n: int) -> Iterator[None]:
+    """MuJoCo's ``SimulationError`` of a call as gymjax's, which crosses JAX as the same text the
+    native engine writes (:mod:`gymjax.core.errors`)."""
+    try:
+        yield
+    except batch.SimulationError as e:
+        ids = [int(i) for i in e.ids]
+        first = str(e).split("; ", 1)[-1] if "; " in str(e) else str(e)
+        raise SimulationError(ids, f"MuJoCo raised an error; {first}", n) from None
 
 
 def _rows(ids: np.ndarray, n: int) -> np.ndarray | slice:

@@ -1,0 +1,58 @@
+"""Errors a simulator raises inside a compiled step, typed again on the host.
+
+An engine that runs outside JAX (MuJoCo's C engine, through FFI or a callback) can only fail a
+compiled call with text; JAX then raises ``JaxRuntimeError`` with that text inside its own. The
+engines write the text in one form, ``gymjax.SimulationError: simulations [i, j] of n: <message>``,
+and :func:`simulation_error` reads it back as a :class:`SimulationError` that names the envs (their
+rows in the failed call). The host runtime raises it in place of JAX's error
+(:func:`typed_simulation_errors`); a user of the functional API can call :func:`simulation_error`
+on the ``JaxRuntimeError`` they catch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
+
+MARKER = "gymjax.SimulationError: "
+_FORM = re.compile(re.escape(MARKER) + r"simulations \[([\d, ]*)\] of (\d+): ([^\n]*)")
+
+
+class SimulationError(RuntimeError):
+    """The simulator raised an error in some envs of a call. ``ids``: their rows in the call (a
+    vmapped batch's env indices); ``message``: the first one's error. Those envs kept the state they
+    had before the call (MuJoCo's batch engine); the call's results are not returned."""
+
+    def __init__(self, ids: Sequence[int], message: str, size: int | None = None):
+        self.ids, self.message, self.size = tuple(int(i) for i in ids), message, size
+        # The engines' own form, readable as it is: a callback that raises this crosses JAX as its text.
+        super().__init__(self.text())
+
+    def text(self) -> str:
+        """This error in the form the engines write and :func:`simulation_error` reads."""
+        return f"{MARKER}simulations [{', '.join(map(str, self.ids))}] of {self.size or 0}: {self.message}"
+
+
+def simulation_error(error: BaseException) -> SimulationError | None:
+    """The :class:`SimulationError` whose text ``error`` carries (a ``JaxRuntimeError`` from a failed
+    compiled call), or None when it carries none."""
+    found = _FORM.search(str(error))
+    if found is None:
+        return None
+    ids = [int(i) for i in found[1].split(",") if i.strip()]
+    return SimulationError(ids, found[3].strip(), int(found[2]))
+
+
+@contextlib.contextmanager
+def typed_simulation_errors() -> Iterator[None]:
+    """Raises a :class:`SimulationError` in place of a JAX runtime error that carries one."""
+    import jax  # the callers have started JAX already; importing core must not
+
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as e:
+        typed = simulation_error(e)
+        if typed is None:
+            raise
+        raise typed from e
