@@ -180,7 +180,7 @@ class GymnasiumEnv(AssignedGenerator, HorizonInSpec, SimulatorView, Presenter, g
     def step(self, action):
         action = check_action(self.action_space, action)
         self._before_step()  # writes to data.qpos or state are where this step starts
-        before = self.session.state
+        before = self.session.current  # by identity: unpacked only if a replay needs it
         self.session.step(action)
         self._after_step(action, before)
         out = self.session.fetch()

@@ -128,7 +128,7 @@ class SimulatorView:
     def _sync_mirror(self):
         """The mirror, loaded with the session's state if that moved on since (dropping writes
         to the state it held, as Gymnasium's reset overwrites them)."""
-        if self._mirror is None or self.session.state is not self._mirror_of:
+        if self._mirror is None or self.session.current is not self._mirror_of:
             self._load_mirror()
         return self._mirror
 
@@ -143,12 +143,12 @@ class SimulatorView:
             self._mirror = mujoco.MjData(self.model)
         base, data, state = self.session.base, self._mirror, self.session.state
         before, action, after = self._last_step
-        stepped = state is not None and after is state
+        stepped = state is not None and after is self.session.current
         if not (stepped and base.engine == "mujoco" and self._replay(before, action)):
             base.mj_data(None if state is None else jax.device_get(state), out=data)
             if stepped:
                 mujoco.mj_rnePostConstraint(base.mj_model, data)
-            self._remember_mirror(state)
+            self._remember_mirror()
         if self._renderer_out:  # the handed-out renderer draws the base's render data
             mujoco.mj_copyData(base._mj_data(), base.mj_model, data)
 
@@ -159,7 +159,7 @@ class SimulatorView:
 
         base, data, state = self.session.base, self._mirror, self.session.state
         if self._mirror_of is not before:
-            base.mj_data(jax.device_get(before), out=data)
+            base.mj_data(jax.device_get(self.session.state_of(before)), out=data)
         data.ctrl[:] = action
         mujoco.mj_step(base.mj_model, data, nstep=base.frame_skip)
         mujoco.mj_rnePostConstraint(base.mj_model, data)
@@ -168,15 +168,15 @@ class SimulatorView:
         theirs = np.ascontiguousarray(np.asarray(state.env_state.state)).view(np.float64)
         if not np.array_equal(ours, theirs, equal_nan=True):
             return False
-        self._remember_mirror(state)
+        self._remember_mirror()
         return True
 
-    def _remember_mirror(self, state) -> None:
-        self._mirror_of = state
+    def _remember_mirror(self) -> None:
+        self._mirror_of = self.session.current
         self._mirror_read = (self._mirror.qpos.copy(), self._mirror.qvel.copy())
 
     def _mirror_written(self) -> bool:
-        if self._mirror is None or self._mirror_of is not self.session.state:
+        if self._mirror is None or self._mirror_of is not self.session.current:
             return False
         qpos, qvel = self._mirror_read
         same = np.array_equal(self._mirror.qpos, qpos, equal_nan=True)
@@ -200,7 +200,7 @@ class SimulatorView:
         at once where it was handed out (a reference to it may be read at any time)."""
         if not is_mujoco(self.session.base):
             return
-        self._last_step = (before, action, self.session.state)
+        self._last_step = (before, action, self.session.current)
         if self._handed_out:
             self._sync_mirror()
 
@@ -267,23 +267,22 @@ class SimulatorView:
         base = self.session.base
         if is_mujoco(base) or not hasattr(base, "reset_to"):
             raise AttributeError(f"{base!r} has no classic-control state vector")
-        state = self.session.state
-        if state is None:
+        if not self.session.has_state:
             return None
-        if state is not self._classic_of:
-            self._classic = np.array(state.env_state, np.float64)
-            self._classic_of, self._classic_read = state, self._classic.copy()
+        if self.session.current is not self._classic_of:
+            self._classic = np.array(self.session.state.env_state, np.float64)
+            self._classic_of, self._classic_read = self.session.current, self._classic.copy()
         return self._classic
 
     @state.setter
     def state(self, value) -> None:
         self.state  # noqa: B018 (refuses an env without a state vector)
-        if self.session.state is None:
+        if not self.session.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before setting state")
         self._set_classic(np.array(value, np.float64))
 
     def _classic_written(self) -> bool:
-        if self._classic is None or self._classic_of is not self.session.state:
+        if self._classic is None or self._classic_of is not self.session.current:
             return False
         return not np.array_equal(self._classic, self._classic_read, equal_nan=True)
 
@@ -295,7 +294,7 @@ class SimulatorView:
         fresh = self.session.base.reset_to(value.astype(np.float32))
         self.session.state = current.replace(env_state=fresh.env_state, obs=fresh.obs)
         self._classic = value
-        self._classic_of, self._classic_read = self.session.state, value.copy()
+        self._classic_of, self._classic_read = self.session.current, value.copy()
 
     # -- Rendering: depth modes (MuJoCo)
 
@@ -309,7 +308,7 @@ class SimulatorView:
         base = self.session.base
         if not is_mujoco(base) or render_mode not in ("rgb_array", *DEPTH_MODES):
             return None
-        if self.session.state is None:
+        if not self.session.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
         import mujoco
 

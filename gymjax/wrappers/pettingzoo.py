@@ -110,7 +110,7 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         return dict(obs), self._per_agent(info)
 
     def step(self, actions: dict[str, Any]):
-        if self.session.state is None:
+        if not self.session.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         if not self.agents:
             raise gymnasium.error.ResetNeeded("the episode has ended (agents is empty); call reset()")
@@ -137,7 +137,7 @@ class PettingZooEnv(_MultiAgentAdapter, pettingzoo.ParallelEnv):
         """The global observation (the single-agent Ant's, ``state_space``)."""
         if self._global_state is None:
             raise NotImplementedError(f"{self.metadata['name']} has no global state")
-        if self.session.state is None:
+        if not self.session.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before state()")
         return np.asarray(self._global_state(self.session.state))
 
@@ -189,7 +189,7 @@ class PettingZooVectorEnv(_MultiAgentAdapter):
         return dict(obs), {agent: dict(info) for agent in self.possible_agents}
 
     def step(self, actions: dict[str, Any]):
-        if self.session.state is None:
+        if not self.session.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         check_agents(actions, self.possible_agents)
         self.session.step(self._actions(actions, batch=self.num_envs))

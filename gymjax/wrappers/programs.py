@@ -82,6 +82,65 @@ class Packer:
         return jax.tree.unflatten(self.treedef, leaves)
 
 
+class StateCodec:
+    """A state (any pytree of arrays) as one flat uint32 buffer and back, inside a compiled function.
+
+    A jitted call pays for each argument and result it hands over: a step taking and returning a
+    27-leaf state spent more in that dispatch than stepping 16 HalfCheetahs' physics (measured: 92
+    µs a call against 15 with one buffer). The host runtime keeps the state packed between steps and
+    unpacks it only where a caller reads it. Leaves of 4 bytes travel bit for bit; of 8, as two words;
+    of 1 or 2 (booleans, half floats), widened. :meth:`of` is None for a state it cannot carry.
+    """
+
+    def __init__(self, shapes: Any):
+        leaves, self.treedef = jax.tree.flatten(shapes)
+        self.layout = []  # per leaf: (start, words, shape, dtype)
+        start = 0
+        for leaf in leaves:
+            dtype = np.dtype(leaf.dtype)
+            size = int(np.prod(leaf.shape, dtype=np.int64)) * max(1, dtype.itemsize // 4)
+            self.layout.append((start, size, tuple(leaf.shape), dtype))
+            start += size
+        self.words = start
+
+    @classmethod
+    def of(cls, shapes: Any) -> StateCodec | None:
+        try:
+            dtypes = [np.dtype(leaf.dtype) for leaf in jax.tree.leaves(shapes)]
+        except TypeError:  # an extended dtype (typed PRNG keys): no bits to carry
+            return None
+        return cls(shapes) if dtypes and all(d.itemsize in (1, 2, 4, 8) for d in dtypes) else None
+
+    def pack(self, tree: Any) -> jax.Array:
+        return jnp.concatenate([_as_words(leaf).ravel() for leaf in jax.tree.leaves(tree)])
+
+    def unpack(self, words: jax.Array) -> Any:
+        leaves = [_from_words(words[start:start + size], shape, dtype) for start, size, shape, dtype in self.layout]
+        return jax.tree.unflatten(self.treedef, leaves)
+
+
+_UINTS = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32}
+
+
+def _as_words(x: jax.Array) -> jax.Array:
+    size = x.dtype.itemsize
+    if x.dtype == jnp.bool_:
+        return x.astype(jnp.uint32)
+    if size < 4:
+        return jax.lax.bitcast_convert_type(x, _UINTS[size]).astype(jnp.uint32)
+    return x if x.dtype == jnp.uint32 else jax.lax.bitcast_convert_type(x, jnp.uint32)  # 8 bytes: [..., 2]
+
+
+def _from_words(words: jax.Array, shape: tuple[int, ...], dtype: np.dtype) -> jax.Array:
+    if dtype == np.bool_:
+        return (words != 0).reshape(shape)
+    if dtype.itemsize < 4:
+        return jax.lax.bitcast_convert_type(words.astype(_UINTS[dtype.itemsize]), dtype).reshape(shape)
+    if dtype.itemsize == 8:
+        return jax.lax.bitcast_convert_type(words.reshape(*shape, 2), dtype)
+    return words.reshape(shape) if dtype == np.uint32 else jax.lax.bitcast_convert_type(words, dtype).reshape(shape)
+
+
 def on_device(device: jax.Device | None, f):
     """``f`` run with JAX's default device set to ``device`` (None: left as it is), so that the arrays
     made from host values (seeds, actions) and the compiled program are there."""
@@ -124,6 +183,13 @@ class Program:
         check_batch_fits(n, starts[0], fetched, starts[0].obs)
         self.packer = Packer(fetched)
         self.step_host = on_device(self.device, jax.jit(self._step_and_pack))
+        # The host runtime's step: the state packed in one buffer in and out (StateCodec).
+        self.codec = StateCodec.of(starts[0])
+        if self.codec is not None:
+            self.start_words = on_device(self.device, jax.jit(self._start_words))
+            self.step_words = on_device(self.device, jax.jit(self._step_words))
+            self.pack_state = on_device(self.device, jax.jit(self.codec.pack))  # compiled where a state is written
+            self.unpack_state = on_device(self.device, jax.jit(self.codec.unpack))  # and where one is read
 
     def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
         """One compiled reset: each env's seed key (:func:`~gymjax.wrappers.options.seed_words`:
@@ -152,6 +218,16 @@ class Program:
     def _step_and_pack(self, state: State, actions):
         state = self.jax_env.step(state, actions)
         return state, self.packer.pack(self.view(state))
+
+    def _start_words(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
+        """:meth:`_start_episodes` with the state packed, and what a reset reports beside it: the host
+        runtime's reset and step then compile nothing else."""
+        state, keys = self._start_episodes(seeds, given, stream)
+        return self.codec.pack(state), keys, state.obs, state.info
+
+    def _step_words(self, words: jax.Array, actions):
+        state, packed = self._step_and_pack(self.codec.unpack(words), actions)
+        return self.codec.pack(state), packed
 
 
 def key_shape() -> tuple[int, ...]:

@@ -94,7 +94,7 @@ class SB3VecEnv(Presenter, VecEnv):
         return jax.tree.map(np.array, obs)  # its own copy (a dict of them for a Dict space)
 
     def step_async(self, actions: np.ndarray) -> None:
-        if self.session.state is None:
+        if not self.session.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this VecEnv has no state yet")
         if self._stepping:
             raise RuntimeError("step_async() called twice: call step_wait() for the pending step first")
