@@ -256,10 +256,16 @@ class GymnasiumVectorEnv(AssignedGenerator, HorizonInSpec, Presenter, gymnasium.
 
     def _infos(self, out: StepView) -> dict[str, Any]:
         infos: dict[str, Any] = {}
+        restarted = self.session.restarted
+        everyone = np.ones(self.num_envs, bool)
+        reporting = ~restarted if restarted.any() else everyone
         for k, value in out.info.items():
-            # Envs that just reset report their reset info, which lacks step-only keys.
-            mask = ~self.session.restarted if k in self.session.step_only_keys else np.ones(self.num_envs, bool)
-            if mask.any():
+            # Envs that just reset report their reset info, which lacks step-only keys. Where every env
+            # reports a key, its values are the fetched (writable, own) array itself: no copy.
+            mask = reporting if k in self.session.step_only_keys else everyone
+            if mask is everyone:
+                infos[k], infos[f"_{k}"] = value, everyone.copy()  # each key its own mask, as SyncVectorEnv's
+            elif mask.any():
                 infos[k], infos[f"_{k}"] = _masked(value, mask), mask
         done = out.done
         if out.final_obs is not None and done.any():
