@@ -310,6 +310,7 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
             else:
                 block["stacks"] |= xla["stacks"]
                 block["envpool_xla_load_1min_rounds"] = xla["load_1min_rounds"]
+        block["gymnasium_unit"] = gymnasium_unit(env_id, task, n, args.rounds * args.round_seconds, failed)
         entry["throughput"][str(n)] = block | {
             "load_before": load_before,
             "load_after": list(os.getloadavg()),
@@ -318,6 +319,31 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
     if mjx is not None:
         mjx.close()
     jax.clear_caches()  # each task's compiled steps are done with: keep the process small
+
+
+def gymnasium_unit(env_id: str, task: str | None, n: int, seconds: float, failed: dict) -> dict[str, float]:
+    """Gymnasium 1.4's own measure of a vector env, ``gymnasium.utils.performance.benchmark_vector_step``
+    (steps/s over ``seconds``, the envs a next-step reset spends not counted), on gymjax's
+    ``make_vec(id, n)`` as a user makes it (its default next-step mode) and on EnvPool's, one after the
+    other: a figure anyone can reproduce with Gymnasium alone, beside the interleaved ones."""
+    from gymnasium.utils.performance import benchmark_vector_step
+
+    makers = {"gymjax": lambda: gymnasium.make_vec(env_id, num_envs=n, engine="mujoco")}
+    if task is not None:
+        import envpool
+
+        makers["EnvPool"] = lambda: envpool.make_gymnasium(task, num_envs=n, num_threads=THREADS)
+    out = {}
+    for name, make in makers.items():
+        try:
+            env = make()
+            try:
+                out[name] = benchmark_vector_step(env, target_duration=max(1, round(seconds)), seed=0)
+            finally:
+                env.close()
+        except Exception as e:  # a peer's failure costs its figure, not the run
+            failed[f"{name} (Gymnasium's unit)"] = f"{type(e).__name__}: {e}"
+    return out
 
 
 def mjx_cap(mjx: MJX, n: int, compile_cap: float) -> str | None:
@@ -599,6 +625,17 @@ STACK_NOTES = (
 )
 
 
+def gymnasium_unit_table(results: dict) -> list[str]:
+    lines = ["| task | N | gymjax make_vec | EnvPool | gymjax / EnvPool |", "|---|---|---|---|---|"]
+    for env_id, entry in results["tasks"].items():
+        for n, block in entry["throughput"].items():
+            unit = block.get("gymnasium_unit") or {}
+            ours, theirs = unit.get("gymjax"), unit.get("EnvPool")
+            ratio = ours / theirs if ours and theirs else None
+            lines.append(f"| {_short(env_id)} | {n} | {_n(ours)} | {_n(theirs)} | {_r(ratio)} |")
+    return lines
+
+
 def markdown(record: dict) -> list[str]:
     results = record["results"]
     tasks = results["tasks"].items()
@@ -631,6 +668,22 @@ def markdown(record: dict) -> list[str]:
             else []
         ),
         "",
+        *(
+            [
+                "## Gymnasium's own unit",
+                "",
+                "`gymnasium.utils.performance.benchmark_vector_step(env)` on `gymnasium.make_vec(id, N)` (gymjax, "
+                "its default next-step mode) and on `envpool.make_gymnasium(task, num_envs=N)`, one after the other "
+                "after the interleaved rounds, each for about as long as those rounds; random actions sampled by "
+                "the action space, as Gymnasium's unit does. A figure anyone reproduces with Gymnasium alone; the "
+                "interleaved table above is the one to compare stacks by.",
+                "",
+                *gymnasium_unit_table(results),
+                "",
+            ]
+            if any("gymnasium_unit" in b for e in results["tasks"].values() for b in e["throughput"].values())
+            else []
+        ),
         "## Where the time goes",
         "",
         (
