@@ -388,3 +388,36 @@ def test_a_batch_that_cannot_fit_is_refused_with_the_estimate_before_allocating(
     envs = GymnasiumVectorEnv("JaxCartPole-v0", 1000)
     obs, _ = envs.reset(seed=0)
     assert obs.shape == (1000, 4) and envs.step(np.zeros(1000, np.int64))[0].shape == (1000, 4)
+
+
+def test_the_state_codec_carries_every_leaf_bit_for_bit():
+    import jax.numpy as jnp
+
+    tree = {"f": jnp.array([1.5, -0.0, jnp.nan], jnp.float32), "b": jnp.array([[True, False]]),
+            "u8": jnp.array([255, 7], jnp.uint8), "h": jnp.array([0.1, -2.0], jnp.bfloat16),
+            "i": jnp.array([-3], jnp.int32), "k": jnp.array([2**32 - 1, 5], jnp.uint32)}
+    codec = programs.StateCodec.of(jax.eval_shape(lambda: tree))
+    words = jax.jit(codec.pack)(tree)
+    assert words.dtype == jnp.uint32 and words.shape == (codec.words,) == (12,)
+    back = jax.jit(codec.unpack)(words)
+    for name, leaf in tree.items():
+        assert back[name].dtype == leaf.dtype and back[name].shape == leaf.shape
+        np.testing.assert_array_equal(np.asarray(back[name]).view(np.uint8), np.asarray(leaf).view(np.uint8))
+    assert programs.StateCodec.of(jax.eval_shape(lambda: {"key": jax.random.key(0)})) is None  # typed keys: no bits
+
+
+def test_a_host_step_keeps_the_state_packed_and_the_same_as_the_pytree_step():
+    packed, plain = (session.Session("JaxCartPole-v0", 4) for _ in range(2))
+    for s in (packed, plain):
+        s.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        actions = rng.integers(0, 2, 4)
+        packed.step(actions)
+        plain.step(actions, host=False)
+        packed.fetch()
+        assert packed._state is None and packed._words is not None  # one buffer between steps, nothing unpacked
+    current = packed.current
+    for a, b in zip(jax.tree.leaves(packed.state), jax.tree.leaves(plain.state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert packed.current is current  # reading the state leaves its identity as it was
