@@ -333,14 +333,18 @@ class Session:
 
     # -- Reset and step
 
-    def reset(self, seed: int | list[int | None] | None = None) -> None:
-        """Starts every env's next episode; nothing leaves the device (see :meth:`fetch_reset`)."""
+    def reset(self, seed: int | list[int | None] | None = None, packed: bool = True) -> None:
+        """Starts every env's next episode; nothing leaves the device (see :meth:`fetch_reset`).
+
+        ``packed``: keep the state in one buffer, for callers that step with ``host=True`` and read
+        the state rarely; a caller reading it on the device every step (the torch adapters, whose
+        tensors alias its arrays) passes False."""
         words, given = batch_seed_words(seed, self.num_envs)
         stream = self._stream()
         if stream is None:  # the first reset: unseeded envs start a random stream
             stream, given = np.zeros(stream_shape(self.num_envs, self.batched), np.uint32), np.ones_like(given)
         with typed_simulation_errors():  # a MuJoCo error names its envs (gymjax.core.errors)
-            if self._program.codec is not None:
+            if packed and self._program.codec is not None:
                 self._words, keys, obs, info = self._program.start_words(words, given, stream)
                 self._state, self._reset = None, (obs, info)
             else:

@@ -101,7 +101,7 @@ class _TorchOutputs:
         return jax.tree.map(lambda array: to_torch(array, self.device, self.copy), tree)
 
     def _torch_reset(self, seed: int | list[int] | None):
-        self.session.reset(self._seed_for_reset(seed))
+        self.session.reset(self._seed_for_reset(seed), packed=False)  # its tensors alias the state's arrays
         return self._tensors(self.session.reset_view())
 
     def _torch_step(self, action: torch.Tensor) -> StepView:

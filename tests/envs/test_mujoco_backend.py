@@ -369,7 +369,8 @@ def test_a_c_engine_session_runs_on_the_cpu_device_beside_an_accelerator(monkeyp
     env.reset(seed=0)
     env.step(np.zeros(1, np.float32))
     env.set_state(np.zeros(2), np.zeros(2))
-    assert len(used) == 3 and set(used) == {cpu}  # the reset, the step and set_state
+    # the reset, the step, set_state's read of the state it replaces (kept packed between steps), set_state
+    assert len(used) == 4 and set(used) == {cpu}
     torch_env = TorchEnv("JaxInvertedPendulum-v0", engine="mujoco", **odd)
     assert str(torch_env.bridge_device) == "cpu"
     mjx = gymnasium.make("JaxInvertedPendulum-v0", engine="mjx", **odd).unwrapped
