@@ -321,6 +321,26 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
     jax.clear_caches()  # each task's compiled steps are done with: keep the process small
 
 
+class _BatchedSpaces:
+    """EnvPool's Gymnasium env with the faces of a Gymnasium ``VectorEnv`` that ``benchmark_vector_step``
+    reads: its action space batched (EnvPool's is one env's) and next-step auto-reset, which EnvPool's is
+    (an ended env's reset observation comes with the step after)."""
+
+    def __init__(self, env, n: int):
+        self.env, self.num_envs = env, n
+        self.action_space = gymnasium.vector.utils.batch_space(env.action_space, n)
+        self.metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
+
+    def reset(self, seed=None):
+        return self.env.reset()
+
+    def step(self, actions):
+        return self.env.step(actions)
+
+    def close(self):
+        self.env.close()
+
+
 def gymnasium_unit(env_id: str, task: str | None, n: int, seconds: float, failed: dict) -> dict[str, float]:
     """Gymnasium 1.4's own measure of a vector env, ``gymnasium.utils.performance.benchmark_vector_step``
     (steps/s over ``seconds``, the envs a next-step reset spends not counted), on gymjax's
@@ -332,7 +352,7 @@ def gymnasium_unit(env_id: str, task: str | None, n: int, seconds: float, failed
     if task is not None:
         import envpool
 
-        makers["EnvPool"] = lambda: envpool.make_gymnasium(task, num_envs=n, num_threads=THREADS)
+        makers["EnvPool"] = lambda: _BatchedSpaces(envpool.make_gymnasium(task, num_envs=n, num_threads=THREADS), n)
     out = {}
     for name, make in makers.items():
         try:
