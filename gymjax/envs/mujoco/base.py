@@ -28,27 +28,20 @@ env holds as :attr:`MujocoEnv.physics_engine` and calls without asking which it 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import importlib.resources
-import io
 import logging
 import numbers
 import os
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-
-with contextlib.redirect_stdout(io.StringIO()):
-    # MJX prints "Failed to import warp" when its optional Warp backend is absent: true, and no
-    # concern of anyone running MJX's JAX backend or the C engine, which is all gymjax runs.
-    from mujoco import mjx
 
 from gymjax.core import Env, State, where_env
 from gymjax.core.platform import platform
@@ -62,7 +55,9 @@ from gymjax.envs.mujoco.engine import (
     PhysicsEngine,
     route_mujoco_warnings,
 )
-from gymjax.envs.mujoco.engine.mjx import MjxEngine
+
+if TYPE_CHECKING:
+    from mujoco import mjx
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +84,13 @@ MODEL_SOLVER = "model"
 # Constraint solvers MJX lacks, and what it runs instead. Newton converges to the same
 # constrained optimum as PGS (Humanoid-v5's solver) and is MJX's default.
 MJX_SOLVER_FOR = {mujoco.mjtSolver.mjSOL_PGS: mujoco.mjtSolver.mjSOL_NEWTON}
+
+
+def _mjx():
+    """:mod:`gymjax.envs.mujoco.engine.mjx`, imported on first use: MJX takes seconds to import."""
+    from gymjax.envs.mujoco.engine import mjx as engine_mjx
+
+    return engine_mjx
 
 
 def gymnasium_asset(xml_file: str) -> str:
@@ -212,7 +214,7 @@ def rejection_sample(key: jax.Array, draw, accept) -> jax.Array:
     return sample
 
 
-class MujocoEnv(Env[mjx.Model]):
+class MujocoEnv(Env["mjx.Model"]):  # MJX is imported on first use (engine/mjx.py)
     """Base for the MuJoCo tasks: loads the model, resets, steps ``frame_skip`` substeps, renders.
 
     A task sets, as class attributes:
@@ -302,7 +304,7 @@ class MujocoEnv(Env[mjx.Model]):
         self._post_constraint = bool(POST_CONSTRAINT_FIELDS & set(self.data_fields))
         self.physics_engine: PhysicsEngine = engines.make(
             self.engine, self.mj_model, frame_skip, self.data_fields, self.differenced_fields,
-            mjx=lambda: MjxEngine(self),
+            mjx=lambda: _mjx().MjxEngine(self),
         )
         # Gymnasium's init_qpos/init_qvel: a fresh MjData's, the model's qpos0 and zeros. NumPy: making
         # an env starts no JAX runtime (see gymjax.core.platform), and so neither do its params (default_params).
@@ -336,13 +338,13 @@ class MujocoEnv(Env[mjx.Model]):
     @functools.cached_property
     def _model(self) -> mjx.Model:
         with jax.ensure_compile_time_eval():
-            return mjx.put_model(self._mjx_model())
+            return _mjx().mjx.put_model(self._mjx_model())
 
     @functools.cached_property
     def _blank_data(self) -> mjx.Data:
         """A zeroed Data, like MuJoCo's mj_resetData; an MJX reset writes qpos/qvel into it."""
         with jax.ensure_compile_time_eval():
-            return mjx.make_data(self._mjx_model())
+            return _mjx().mjx.make_data(self._mjx_model())
 
     @property
     def default_params(self) -> mjx.Model:

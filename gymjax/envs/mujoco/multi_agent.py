@@ -19,18 +19,20 @@ supported (custom ``local_categories`` / ``global_categories`` are).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from mujoco import mjx
 
 from gymjax.core import Env, State, check_agents
 from gymjax.envs.mujoco.base import field
 from gymjax.envs.mujoco.multi_agent_graphs import SCENARIOS, hops, observed_items
+
+if TYPE_CHECKING:
+    from mujoco import mjx
 
 # A multi-agent state is a plain State whose ``obs`` is a dict ``agent -> [obs_dim]``:
 # being the same pytree class, it passes through EpisodeWrapper, VmapWrapper and
@@ -61,7 +63,7 @@ DERIVED: dict[str, tuple[tuple[str, ...], Callable[..., jax.Array]]] = {
 }
 
 
-class MultiAgentMujoco(Env[mjx.Model]):
+class MultiAgentMujoco(Env["mjx.Model"]):
     """A MuJoCo task split among agents as MaMuJoCo splits it.
 
     Args:

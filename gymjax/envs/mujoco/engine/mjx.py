@@ -1,4 +1,8 @@
-"""The ``"mjx"`` engine: MuJoCo MJX, pure JAX, differentiable; the fast path on a GPU or TPU."""
+"""The ``"mjx"`` engine: MuJoCo MJX, pure JAX, differentiable; the fast path on a GPU or TPU.
+
+The one module that imports MJX, which takes seconds: the MuJoCo envs import it here on first use
+(an env on MJX, or the ``mjx.Model`` an env's ``default_params`` is), so a fresh process that runs
+the C engine never pays for it."""
 
 from __future__ import annotations
 
