@@ -123,6 +123,7 @@ _UINTS = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32}
 
 
 def _as_words(x: jax.Array) -> jax.Array:
+    x = jnp.asarray(x)  # a Python number in an env's state (gymnax's, Brax's): its weak dtype, as traced
     size = x.dtype.itemsize
     if x.dtype == jnp.bool_:
         return x.astype(jnp.uint32)

@@ -32,10 +32,10 @@ class Postfix:
                     f"(it has {', '.join(sorted(metrics))})",
                     stacklevel=2,
                 )
-        return {k: shown(self.latest[k]) for k in self.keys if k in self.latest}
+        return {k: _shown(self.latest[k]) for k in self.keys if k in self.latest}
 
 
-def shown(value: Any) -> str:
+def _shown(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
