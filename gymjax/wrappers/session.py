@@ -367,7 +367,7 @@ class Session:
         ``host=False`` skips packing the results for :meth:`fetch`, for a caller that
         reads ``state`` on the device (the torch bridge).
         """
-        if self._state is None and self._words is None:
+        if not self.has_state:
             raise gymnasium.error.ResetNeeded("call reset() before step(): this env has no state yet")
         program = self._program
         with typed_simulation_errors():

@@ -97,6 +97,7 @@ class NativeEngine(BatchedEngine):
         super().__init__(mj_model, frame_skip, fields, residuals, nthread)
         self.nthread = nthread or 0
         self.key = self._register()
+        self._field_sets: dict[tuple[str, ...], int] = {}  # registered with the engine, by their names
 
     def _register(self) -> int:
         """Registers the native engine (idempotent) and returns its key.
@@ -118,9 +119,7 @@ class NativeEngine(BatchedEngine):
             _KINEMATIC_RESETS if set(self.fields) <= KINEMATIC_FIELDS | POST_CONSTRAINT_FIELDS else 0)
         buffer = np.empty(mujoco.mj_sizeModel(model), np.uint8)
         mujoco.mj_saveModel(model, None, buffer)
-        digest = hashlib.blake2b(buffer.tobytes(), digest_size=8)
-        digest.update(repr((self.frame_skip, self.nthread, flags, rows, names)).encode())
-        key = int.from_bytes(digest.digest(), "little") >> 1
+        key = _digest(buffer.tobytes(), repr((self.frame_skip, self.nthread, flags, rows, names)).encode())
         error = ctypes.create_string_buffer(512)
         layout = np.ascontiguousarray(rows, np.int32)
         fields = (ctypes.c_char_p * max(len(names), 1))(*(n.encode() for n in names))
@@ -130,7 +129,6 @@ class NativeEngine(BatchedEngine):
             raise RuntimeError(f"gymjax's native MuJoCo engine: {error.value.decode()}")
         if lib.gymjax_words(key) != self.words:
             raise RuntimeError("gymjax's native MuJoCo engine disagrees with contract.layout on the output row")
-        self._field_sets: dict[tuple[str, ...], int] = {}
         return key
 
     def _field_set(self, names: tuple[str, ...]) -> int:
@@ -140,8 +138,7 @@ class NativeEngine(BatchedEngine):
             return 0
         if names not in self._field_sets:
             types = "".join(self._type(name) for name in names)
-            digest = hashlib.blake2b(repr((names, types)).encode(), digest_size=8)
-            set_key = (int.from_bytes(digest.digest(), "little") >> 1) or 1
+            set_key = _digest(repr((names, types)).encode()) or 1  # 0 names no set
             error = ctypes.create_string_buffer(512)
             c_names = (ctypes.c_char_p * len(names))(*(n.encode() for n in names))
             if library().gymjax_register_fields(self.key, set_key, len(names), c_names, types.encode(), error,
@@ -181,6 +178,17 @@ class NativeEngine(BatchedEngine):
         """Nothing to free per env: the native engine is shared by every env of the same physics."""
 
     def __setstate__(self, state):
-        # A new process (pickle, spawn) has no native engines yet: register this one there.
+        # A new process (pickle, spawn) has no native engines yet: register this one there, and its
+        # field sets again as programs trace them.
         self.__dict__.update(state)
         self.key = self._register()
+        self._field_sets = {}
+
+
+def _digest(*parts: bytes) -> int:
+    """A 63-bit key of ``parts`` (a uint64 attribute in C, a positive int in Python), the same in
+    every process: what a program cached on disk names an engine or a field set by."""
+    digest = hashlib.blake2b(digest_size=8)
+    for part in parts:
+        digest.update(part)
+    return int.from_bytes(digest.digest(), "little") >> 1
