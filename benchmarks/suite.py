@@ -128,6 +128,8 @@ def rows(records: dict[str, dict]) -> dict:
                     old["record_of"] |= new["record_of"]
                 else:
                     row[arm["kind"]] = new
+    for row in table.values():
+        _set_aside_seen_seeds(row, superseded)
     out = []
     for row in table.values():
         for kind in ("gymjax", "sb3"):
@@ -140,6 +142,23 @@ def rows(records: dict[str, dict]) -> dict:
         if row["gymjax"] is not None or row["sb3"] is not None:
             out.append(row)
     return {"rows": out, "superseded": superseded}
+
+
+def _set_aside_seen_seeds(row: dict, superseded: list) -> None:
+    """Once a row's gymjax runs hold the seeds its budget needs from the held-out ones, the runs on
+    seeds a study may have seen leave it for ``superseded``: the row is judged on the held-out seeds
+    alone, and a seed tuned on neither lifts nor sinks it."""
+    g, minutes = row["gymjax"], int(row["minutes"])
+    if g is None or minutes not in MIN_SEEDS:
+        return
+    seen = {s: r for s, r in g["runs"].items() if s < HELD_OUT_FROM}
+    if not seen or len(g["runs"]) - len(seen) < MIN_SEEDS[minutes]:
+        return
+    superseded.append({"reference_id": row["reference_id"], "minutes": row["minutes"], "kind": "gymjax",
+                       "records": _records(g, seen), "by": "the held-out seeds",
+                       "changed": {"seeds": [sorted(seen), f"{HELD_OUT_FROM} and up"]}, **_figures(seen)})  # fmt: skip
+    g["runs"] = {s: r for s, r in g["runs"].items() if s >= HELD_OUT_FROM}
+    g["record_of"] = {s: stem for s, stem in g["record_of"].items() if s >= HELD_OUT_FROM}
 
 
 def _figures(runs: dict[int, dict]) -> dict:

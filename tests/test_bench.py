@@ -342,6 +342,28 @@ def test_the_suite_sets_each_budgets_final_return_beside_its_target_and_rl_zoo(t
         suite.rows({"a": record(None, "reacher", "Reacher-v5", [run(0, [1.0])])})
 
 
+def test_a_row_with_enough_held_out_seeds_sets_the_others_aside():
+    from benchmarks import suite
+
+    def record(seeds, finals):
+        runs = [{"seed": s, "env_steps": 1000, "curve": [{"wall_s": 60.0, "env_steps": 1000, "return": r}]}
+                for s, r in zip(seeds, finals)]  # fmt: skip
+        arm = {"label": "gymjax", "kind": "gymjax", "runs": runs, "settings": {"seed": 0}}
+        task = {"reference_id": "Walker2d-v5", "arms": {"gymjax": arm}}
+        return {"command": ["x"], "settings": {"minutes": 15}, "results": {"tasks": {"walker2d": task}}}
+
+    # seed 0 (a study's, maybe) sank the median; two held-out seeds are not yet the three a row needs
+    two = suite.rows({"a": record([0], [1000.0]), "b": record([1000, 1001], [5000.0, 5100.0])})
+    assert two["rows"][0]["gymjax"]["seeds"] == [0, 1000, 1001] and not two["superseded"]
+    # the third held-out seed: the row is theirs alone, met, and seed 0 is listed as set aside
+    three = suite.rows({"a": record([0], [1000.0]), "b": record([1000, 1001, 1002], [5000.0, 5100.0, 4900.0])})
+    row = three["rows"][0]
+    assert row["gymjax"]["seeds"] == [1000, 1001, 1002] and row["gymjax"]["records"] == ["b"]
+    assert suite._met(row) == "last"
+    (aside,) = suite.superseded(three)
+    assert "1 seed(s) in a: final 1,000.0" in aside and "replaced by the held-out seeds" in aside
+
+
 def test_the_suite_counts_a_kept_best_snapshot_at_an_hour_only_and_labels_it():
     from benchmarks import suite
 
