@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: run demo test install bench clean
+.PHONY: run demo test test-slow install bench clean
 
 # The CartPole preset (rl-baselines3-zoo's settings, gymjax.trainers.ppo.presets); each run gets its own directory.
 run: install
@@ -24,6 +24,12 @@ test: install
 	$(PY) -m ruff check .
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not slow and not serial"
 	$(PY) -m pytest -n 2 --dist loadgroup -m "serial and not slow"
+
+# The cases marked `slow` (every MuJoCo task's MJX parity, each collection's client checkers, the
+# clients that take minutes): `make test` leaves them out to stay within 15 minutes on 2 cores; run
+# them before a change to what they cover is submitted.
+test-slow: install
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m slow
 
 install: $(STAMP)
 

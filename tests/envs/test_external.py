@@ -187,7 +187,10 @@ def test_lockstep_with_the_raw_env(env_id, mode):
 ONE_PER_COLLECTION = ["gymnax/CartPole-v1", "brax/inverted_pendulum-v0", "playground/CartpoleBalance-v0"]
 
 
-@pytest.mark.parametrize("env_id", ONE_PER_COLLECTION)
+# The checkers call the adapters, which are the same code for every collection: `make test` runs them
+# on gymnax's env, and Brax's and Playground's (30 and 50 s of compiles on 2 cores) run with `-m slow`.
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[] if i.startswith("gymnax/") else [pytest.mark.slow])
+                                    for i in ONE_PER_COLLECTION])
 def test_gymnasium_and_sb3_checkers(env_id):
     _skip_unavailable(env_id)
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
@@ -432,6 +435,7 @@ def test_torch_adapter_steps_a_collections_env():
     assert bool((terminated | truncated).all())
 
 
+@pytest.mark.slow  # MJX's Cartpole step compiled three ways: 30 s on 2 cores
 def test_playgrounds_action_repeat_is_applied_and_counts_in_the_time_limit():
     """A Playground config's ``action_repeat`` (PandaRobotiqPushCube's 4): one agent step is that
     many source steps, rewards summed, and its episode length (in source steps) a limit in agent steps."""

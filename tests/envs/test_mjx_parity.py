@@ -56,8 +56,13 @@ def _states(reference_id, count=3, seed=0):
     return out
 
 
-# HumanoidStandup is Humanoid's body on the floor (45 s to compile from a cold cache): with `-m slow`.
-@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[pytest.mark.slow] if i == "JaxHumanoidStandup-v0" else [])
+# Each task compiles MJX's step for 12 to 90 s on 2 cores. `make test` keeps two that cover both
+# kinds of body (a planar runner in contact with the floor, a hinged pendulum) and the rest run with
+# `-m slow`, as `make test-slow` does before a submission.
+IN_MAKE_TEST = ("JaxHalfCheetah-v0", "JaxInvertedPendulum-v0")
+
+
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[] if i in IN_MAKE_TEST else [pytest.mark.slow])
                                     for i in MUJOCO_IDS])
 def test_mjx_one_step_matches_mujoco_c(env_id):
     transitions = {}
