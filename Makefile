@@ -26,8 +26,8 @@ test: install
 	$(PY) -m pytest -n 2 --dist loadgroup -m "serial and not slow"
 
 # The cases marked `slow` (every MuJoCo task's MJX parity, each collection's client checkers, the
-# clients that take minutes): `make test` leaves them out to stay within 15 minutes on 2 cores; run
-# them before a change to what they cover is submitted.
+# clients that take minutes): `make test` leaves them out to stay within 15 minutes on 2 cores, and
+# CI runs them before it (.ci/run), so every test still guards every landing.
 test-slow: install
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m slow
 

@@ -432,6 +432,7 @@ def command(name: str, out: pathlib.Path, *flags: str) -> dict:
     return record
 
 
+@pytest.mark.slow  # every catalog stack built and timed: 20 s on 2 cores
 def test_the_catalogs_quick_run_times_every_stack_or_says_why_not(tmp_path):
     from benchmarks import catalog
 

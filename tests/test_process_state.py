@@ -152,7 +152,13 @@ TRAIN = ["train", "--env", "JaxCartPole-v0", "--num-envs", "8", "--unroll-length
          "--timesteps", str(40 * 256)]  # fmt: skip
 
 
-@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
+# Both entry points reach the same guard (the first test above runs both): the console script's 24 s
+# of training runs with `-m slow`.
+SIGINT_IGNORED_ENTRY_POINTS = [pytest.param(*p.values, id=p.id, marks=[pytest.mark.slow] if p.id == "script" else [])
+                               for p in ENTRY_POINTS]
+
+
+@pytest.mark.parametrize("entry_point", SIGINT_IGNORED_ENTRY_POINTS)
 def test_gymjax_started_with_sigint_ignored_keeps_ignoring_it(tmp_path, entry_point):
     """``bash -c "trap '' INT; exec gymjax train ..."`` (a background job, some schedulers): the
     program's guard and training's stop handler took SIGINT back, and a Ctrl-C meant for the shell's
@@ -190,7 +196,10 @@ def hopper_run(tmp_path_factory):
 def test_ctrl_c_during_eval_ends_it_with_130_and_one_line(hopper_run, after_s):
     """Issue 41: a Ctrl-C during ``gymjax eval`` printed its line and then segfaulted, and one
     after the result was printed killed the process by SIGINT instead of ending it with 130."""
-    command = [sys.executable, "-m", "gymjax", "eval", "--run-dir", str(hopper_run), "--episodes", "256"]
+    # Enough episodes that the timed Ctrl-Cs land inside the evaluation; the "result" case waits for
+    # it to end, so it plays few.
+    episodes = "16" if after_s == "result" else "256"
+    command = [sys.executable, "-m", "gymjax", "eval", "--run-dir", str(hopper_run), "--episodes", episodes]
     with from_a_terminal():
         proc = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if after_s == "result":

@@ -23,6 +23,7 @@ ZOO = arms._zoo_file() is not None
 needs_zoo = pytest.mark.skipif(not ZOO, reason="rl_zoo3 is not installed (extra 'bench')")
 
 
+@pytest.mark.slow  # the harness end to end (25 s); its parts (time to target, arms, flags) are tested below
 def test_a_quick_run_writes_curves_evaluated_on_gymnasium_with_their_time_to_target(tmp_path):
     argv = ["--env", "cartpole", "--arms", "gymjax", "sb3", "--steps", "3000", "--points", "3", "--episodes", "2",
             "--out", str(tmp_path), "--work", str(tmp_path / "work"), "--stem", "quick"]  # fmt: skip

@@ -233,7 +233,10 @@ def _can_terminate(env_id):
     }
 
 
-@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+# Gymnasium's default mode on every id in make test; same-step (its own path, 60 s over all ids on 2
+# cores) with `-m slow`, and in make test through tests/wrappers/test_session.py and gymnax's lockstep.
+@pytest.mark.parametrize("mode", [pytest.param(AutoresetMode.SAME_STEP, marks=pytest.mark.slow),
+                                  AutoresetMode.NEXT_STEP])
 def test_vector_env_in_lockstep_with_sync_vector_env(made, mode):
     """``make_vec`` against Gymnasium's SyncVectorEnv of single envs, episodes cut at 5 steps
     so that auto-reset runs in either mode."""

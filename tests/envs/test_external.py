@@ -145,9 +145,12 @@ _ONE_MODE = {
     "brax/inverted_pendulum-v0": AutoresetMode.NEXT_STEP,
     "playground/CartpoleBalance-v0": AutoresetMode.SAME_STEP,
 }
+# Brax's and Playground's cases (about 50 s of compiles each on 2 cores) run with `-m slow` too: the
+# adapter's code for a mode is gymnax's cases' in make test, which steps Brax's envs in the
+# randomization case and Playground's through the adapters in the Dict-observation case below.
 LOCKSTEP = [
     pytest.param(env_id, mode, id=f"{env_id}-{mode.name.lower()}",
-                 marks=[pytest.mark.slow] if env_id == "brax/halfcheetah-v0" else [])
+                 marks=[] if env_id.startswith("gymnax/") else [pytest.mark.slow])
     for env_id in CASES for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
     if _ONE_MODE.get(env_id, mode) is mode and not (env_id == "brax/halfcheetah-v0" and mode is AutoresetMode.SAME_STEP)
 ]
@@ -396,6 +399,7 @@ def test_randomization_without_an_eval_env_leaves_the_brax_env_concrete():
     assert np.isfinite(np.asarray(state.obs)).all()
 
 
+@pytest.mark.slow  # two CartPole trainings to 450 (30 s); make test trains a gymnax env in the run-directory case
 def test_ppo_learns_gymnax_cartpole_as_it_learns_jax_cartpole():
     need("gymnax")
     from gymjax.trainers import ppo

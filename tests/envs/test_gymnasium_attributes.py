@@ -262,6 +262,7 @@ def test_mujoco_renderer_is_gymnasiums_at_the_current_state():
     reference.close()
 
 
+@pytest.mark.slow  # MJX's InvertedPendulum compiled for one env: 30 s on 2 cores
 def test_data_writes_on_mjx_too():
     """MJX has no float64 state to replay a step onto: data is the state forwarded, writes applied."""
     env = gymnasium.make("JaxInvertedPendulum-v0", engine="mjx")

@@ -58,7 +58,7 @@ def _states(reference_id, count=3, seed=0):
 
 # Each task compiles MJX's step for 12 to 90 s on 2 cores. `make test` keeps two that cover both
 # kinds of body (a planar runner in contact with the floor, a hinged pendulum) and the rest run with
-# `-m slow`, as `make test-slow` does before a submission.
+# `-m slow` (`make test-slow`, which CI runs too).
 IN_MAKE_TEST = ("JaxHalfCheetah-v0", "JaxInvertedPendulum-v0")
 
 

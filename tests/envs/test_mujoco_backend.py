@@ -174,6 +174,7 @@ def test_mjx_and_mujoco_backends_agree(ant_env, ant_c):
     assert np.median(errors) <= 1e-4, errors
 
 
+@pytest.mark.slow  # MJX's step under randomized params: 45 s of compiles on 2 cores
 def test_randomized_params_follow_mjx_semantics(pendulum_mjx, pendulum_c):
     """Per-env physics from DomainRandomization: C and MJX give the same transitions."""
 

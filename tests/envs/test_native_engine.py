@@ -70,6 +70,10 @@ def _rollout(env, mode, randomize):
 # the other half. A task's physics and a mode's path are each covered; every pairing would double
 # the suite's most expensive compiles for no path not already run.
 BIT_CASES = [(i, *[("same_step", False), ("next_step", True)][k % 2]) for k, i in enumerate(MUJOCO_IDS)]
+# `make test` runs a body with contacts in each mode and the smallest body; the rest (5 to 16 s
+# each on 2 cores) with `-m slow`.
+IN_MAKE_TEST = ("JaxAnt-v0", "JaxInvertedPendulum-v0", "JaxSwimmer-v0")
+BIT_CASES = [pytest.param(*case, marks=[] if case[0] in IN_MAKE_TEST else [pytest.mark.slow]) for case in BIT_CASES]
 
 
 @pytest.mark.parametrize("env_id,mode,randomize", BIT_CASES)

@@ -374,6 +374,7 @@ EARLY_STOPPING = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # 30 s of two processes; the launcher's Ctrl-C stops every process in make test
 def test_a_hook_on_process_zero_stops_every_process_at_its_epoch_and_its_state_is_saved(tmp_path):
     first, second = processes(2, script=EARLY_STOPPING, args=[tmp_path])
     stopped = first["early"]["stopped_epoch"]

@@ -94,6 +94,7 @@ def test_checkpoints_kept(cartpole_run):
     assert kept == [CARTPOLE.num_epochs - 1, CARTPOLE.num_epochs]  # max_to_keep=2
 
 
+@pytest.mark.slow  # 17 s of Pendulum training; CartPole's solve above is make test's learning check
 def test_pendulum_improves_past_random():
     config = PPOConfig(
         num_timesteps=150_000,

@@ -45,6 +45,7 @@ def test_preset_changes_override_and_bad_names_list_the_presets():
         PPOConfig.preset("ant", num_envs=0)
 
 
+@pytest.mark.slow  # a preset trained to its target: 30 s on 2 cores
 def test_inverted_pendulum_preset_balances_on_gymnasiums_own_env():
     # The preset as `gymjax train --preset inverted_pendulum` runs it, on the default engine (MuJoCo C
     # on a CPU), judged on InvertedPendulum-v5 at each evaluation.

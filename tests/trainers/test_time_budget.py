@@ -276,6 +276,7 @@ def test_cli_records_the_grown_plan_and_resume_and_timesteps_replay_it(tmp_path,
     assert int(rows[-1]["env_steps"]) == trained
 
 
+@pytest.mark.slow  # 60 s; the CLI's grown plan and its replay run in make test (the serial case above)
 def test_a_grown_plan_is_what_resume_and_the_recorded_config_replay(tmp_path):
     """A 30-second budget timed at 50 ms an iteration grows its plan (an iteration takes about a
     millisecond here); run.json records the grown config, a resume from epoch 2 continues it bit for

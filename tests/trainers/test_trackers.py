@@ -108,6 +108,7 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
         assert all(3 * EPOCH < step <= logged for step in history), (key, history)
 
 
+@pytest.mark.slow  # 18 s of MLflow runs; make test keeps the killed-and-resumed MLflow case above
 def test_a_resume_refused_by_the_trainer_leaves_the_tracker_run_untouched(tmp_path):
     """The trackers start once the trainer's checks have passed: a refused resume does not reopen the
     recorded run, mark it failed, or log to it."""
@@ -138,6 +139,7 @@ def test_a_resume_refused_by_the_trainer_leaves_the_tracker_run_untouched(tmp_pa
         before.info.status, before.info.end_time, before.data.tags)  # FINISHED, as the first session left it
 
 
+@pytest.mark.slow  # 15 s; the W&B twin of this case runs in make test
 def test_a_copied_run_directory_cannot_continue_the_mlflow_run_its_original_continued(tmp_path, monkeypatch):
     needs("mlflow")
     from mlflow.tracking import MlflowClient

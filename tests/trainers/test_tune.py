@@ -122,6 +122,7 @@ def test_a_study_killed_mid_trial_continues_and_never_counts_that_trial(tmp_path
         (tmp_path / "out" / "best_preset.json").read_text())["origin"]
 
 
+@pytest.mark.slow  # 20 s of timed trials; pruning itself runs in make test (a pruned seed, below)
 def test_a_pruner_that_must_prune_stops_a_timed_trial(space_file):
     from ppo_configs import TINY
 
