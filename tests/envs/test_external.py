@@ -412,6 +412,7 @@ def test_ppo_learns_gymnax_cartpole_as_it_learns_jax_cartpole():
     assert returns["gymnax/CartPole-v1"] >= 450 and returns["JaxCartPole-v0"] >= 450, returns
 
 
+@pytest.mark.slow  # 27 s; a run directory's train, eval and resume run in make test on JAX envs (test_cli.py)
 def test_a_run_directory_trains_evaluates_and_resumes(tmp_path):
     """Checkpoints and the run directory's record rebuild the env from its id and options."""
     need("gymnax")

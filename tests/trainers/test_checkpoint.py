@@ -123,6 +123,7 @@ KILL_DURING_SAVE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # 21 s; a SIGKILL mid-run resumes exactly in make test (test_run_dir.py)
 def test_killed_during_save_resumes_from_last_complete(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "trainers"), str(ROOT)])}
     proc = subprocess.run([sys.executable, "-c", KILL_DURING_SAVE, str(tmp_path)], env=env, capture_output=True)

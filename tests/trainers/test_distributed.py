@@ -162,6 +162,7 @@ def test_a_killed_process_stops_the_other_and_the_run_resumes_exactly(tmp_path, 
     assert policy_digest(run_dir) == policy_digest(uninterrupted)
 
 
+@pytest.mark.slow  # 36 s; a killed process stops the others in make test
 def test_ctrl_c_on_the_launcher_stops_every_process_at_one_epoch(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
     launcher = gymjax("train", *FLAGS, "--local-processes", "2", "--run-dir", run_dir, wait=False)
@@ -301,6 +302,9 @@ def test_the_coordinator_address_is_parsed():
     assert distributed.parse_coordinator("node-7.cluster:1") == ("node-7.cluster", 1)
 
 
+# Processes that fail and exit on their own (18 s, mostly waiting on them): beside the serial
+# group (tests/conftest.py), not in its queue.
+@pytest.mark.xdist_group("beside_serial")
 def test_a_bad_coordinator_a_port_in_use_and_a_missing_process_are_one_line_each():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

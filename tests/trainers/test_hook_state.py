@@ -88,6 +88,7 @@ def finished(proc):
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # 22 s; a resume's hook state runs in make test in the case below
 def test_a_killed_and_resumed_run_ends_with_the_hook_state_of_an_uninterrupted_one(tmp_path):
     kill_at = 7
     uninterrupted = run_script(tmp_path / "uninterrupted")

@@ -208,6 +208,7 @@ def test_a_failed_start_leaves_nothing_that_blocks_the_corrected_command(tmp_pat
     assert main(["train", *FLAGS, "--timesteps", "512", "--run-dir", str(run_dir)]) == 0
 
 
+@pytest.mark.slow  # 20 s; a SIGKILL mid-run resumes exactly in make test (above)
 def test_a_run_killed_before_its_first_checkpoint_resumes_or_restarts(tmp_path, reference):
     # What a kill during compile leaves: run.json, and maybe an empty checkpoint directory.
     for how in ("--resume", "again"):

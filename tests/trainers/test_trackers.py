@@ -406,6 +406,7 @@ def _take_trackers(source, target):
     (target / "run.json").write_text(json.dumps(record))
 
 
+@pytest.mark.slow  # 10 s; the W&B twin of this case runs in make test
 def test_another_training_cannot_continue_an_mlflow_run_through_a_copied_trackers_section(tmp_path, monkeypatch):
     """Issue 51: run r's ``trackers`` copied into an independent run y's run.json held r's current
     claim, so y's resume logged its points into r's MLflow run without a word, and r's own resume was

@@ -141,6 +141,7 @@ def test_a_pruner_that_must_prune_stops_a_timed_trial(space_file):
     assert "PRUNED at evaluation 1" in tune.describe(trial)
 
 
+@pytest.mark.slow  # 10 s; the pruner's other cases run in make test
 def test_a_trial_that_trained_to_its_end_is_complete_whatever_the_pruner_says():
     from ppo_configs import TINY
 
