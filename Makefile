@@ -29,7 +29,8 @@ test: install
 # clients that take minutes): `make test` leaves them out to stay within 15 minutes on 2 cores, and
 # CI runs them before it (.ci/run), so every test still guards every landing.
 test-slow: install
-	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m slow
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m "slow and not serial"
+	$(PY) -m pytest -n 2 --dist loadgroup -m "slow and serial"
 
 install: $(STAMP)
 
