@@ -9,7 +9,7 @@ import pytest
 from ppo_configs import CARTPOLE, TINY
 
 import gymjax
-from gymjax.trainers.ppo import PolicyParams, PPOConfig, PPOTrainer, train
+from gymjax.trainers.ppo import PolicyParams, PPOConfig, PPOTrainer, presets, train
 from gymjax.trainers.ppo.networks import PPOParams
 from gymjax.wrappers.training import DomainRandomization
 
@@ -197,6 +197,18 @@ def test_same_seed_same_result():
     c = train(config.replace(seed=1), "JaxCartPole-v0", progress_bar=False)[1]
     assert all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
     assert not all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, c)))
+
+
+def test_a_fresh_run_starts_from_the_initializers_values_bit_for_bit():
+    # init() compiles the initialisation as one program; its values must be the eager ones, so that
+    # a seed's run (and the committed records') does not move with how it is executed.
+    config = PPOConfig(**{**presets.get("ant").settings, "num_envs": 4})
+    trainer = PPOTrainer(config, "JaxAnt-v0")
+    eager = trainer._fresh(jax.random.PRNGKey(config.seed), 1)
+    jitted = trainer.init().state
+    for name in ("params", "opt_state"):
+        pairs = zip(jax.tree.leaves(getattr(eager, name)), jax.tree.leaves(getattr(jitted, name)))
+        assert all(np.array_equal(np.asarray(x), np.asarray(y).reshape(np.shape(x))) for x, y in pairs), name
 
 
 def test_action_repeat_counts_env_steps():
