@@ -53,6 +53,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("serial") and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group("serial"))
+    if getattr(config.option, "loadgroup", False):  # set in xdist's workers under --dist loadgroup
+        for item in items:
+            _name_its_group(item)
+
+
+def _name_its_group(item: pytest.Item) -> None:
+    """The ``@group`` suffix xdist's loadgroup scheduler reads from a test's id, set here because
+    pytest-xdist 3.8 writes it where pytest 9.2 no longer looks (pytest-xdist#1386): every test then
+    formed a group of its own and the serial tests ran two at a time, a module's fixture built twice."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None or "@" in item.nodeid:
+        return
+    grouped = f"{item.nodeid}@{mark.args[0] if mark.args else mark.kwargs.get('name', 'default')}"
+    if hasattr(item, "_id"):  # pytest 9.2's structured id
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(grouped)
+    else:
+        item._nodeid = grouped
+    if item.nodeid != grouped:  # fail loudly, not by running the serial tests side by side again
+        raise RuntimeError(f"cannot name the xdist group of {item.nodeid}: pytest or pytest-xdist changed")
 
 
 def _register_user_ids() -> None:
