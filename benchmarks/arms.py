@@ -310,6 +310,9 @@ class Snapshots:
         self.paused_s += time.perf_counter() - start
 
 
+DIAGNOSTICS = ("losses/approx_kl", "losses/clip_fraction", "losses/entropy", "losses/value")
+
+
 def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
     import jax
 
@@ -325,6 +328,9 @@ def train_gymjax(arm: Arm, run: dict, snaps: Snapshots) -> dict:
             evaluated[progress.env_steps] = metrics[METRIC]
 
         def after_epoch(self, progress, metrics):
+            # What explains a curve (issue 48: why a run falls late): the update's size and the losses.
+            common.append_line(snaps.directory / "diagnostics.jsonl", {"env_steps": progress.env_steps} | {
+                k: float(metrics[k]) for k in DIAGNOSTICS if k in metrics})  # fmt: skip
             if snaps.out_of_time():
                 raise StopTraining(f"wall-clock budget of {run['budget_s']:g} s spent")
 

@@ -55,6 +55,10 @@ TARGETS = {"Pendulum-v1": -200.0, "Ant-v5": 4000.0}
 RETURN_KIND = "mean return of {episodes} deterministic episodes of Gymnasium's env per snapshot"
 RATE_KIND = "between the first and the last snapshot (the first epoch's compilation left out)"
 GRID = 400  # points of the plotted curves
+DIAGNOSTIC_POINTS = 100  # epochs of a run's losses kept in its record, evenly spaced
+# The losses' panels under the returns (a row each pair): what a curve's fall shows first.
+DIAGNOSTIC_PANELS = (("losses/approx_kl", "approx KL"), ("losses/clip_fraction", "clip fraction"),
+                     ("losses/entropy", "entropy"), ("losses/value", "value loss"))
 
 
 def target_of(reference_id: str) -> float | None:
@@ -278,6 +282,11 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
             else None
         )
         result |= {"wall_s": last["wall_s"], "env_steps": last["env_steps"], "steps_per_s": rate}
+    epochs: list[dict] = []  # a gymjax arm's losses by epoch (benchmarks.arms.DIAGNOSTICS)
+    common.read_new_lines(run.directory / "diagnostics.jsonl", 0, epochs.append)
+    if epochs:
+        kept = np.unique(np.linspace(0, len(epochs) - 1, min(len(epochs), DIAGNOSTIC_POINTS)).round().astype(int))
+        result["diagnostics"] = [epochs[i] for i in kept]
     if done.error:
         tqdm.write(f"{run.task} {run.arm.name} seed {run.seed} failed: {done.error}")
     return result
@@ -381,6 +390,12 @@ def markdown(record: dict) -> list[str]:
                     b = r["best"]
                     lines.append(f"  - best snapshot: {b['wall_s']:.0f} s, {b['env_steps']:,}, {b['return']:,.1f} "
                                  f"(the trainer's evaluation: {b['eval_return']:,.1f})")
+                if r.get("diagnostics"):
+                    tenth = r["diagnostics"][:: max(1, len(r["diagnostics"]) // 10)]
+                    names = ", ".join(label for _, label in DIAGNOSTIC_PANELS)
+                    points = "; ".join(f"{d['env_steps']:,}: " + ", ".join(
+                        f"{d.get(k, float('nan')):.3g}" for k, _ in DIAGNOSTIC_PANELS) for d in tenth)  # fmt: skip
+                    lines.append(f"  - losses by env steps ({names}): {points}")
     return lines
 
 
@@ -402,10 +417,33 @@ def band(runs: list[dict], x: str, grid: np.ndarray) -> tuple[np.ndarray, ...]:
         return np.median(held, 0), np.nanmin(held, 0), np.nanmax(held, 0)
 
 
+def diagnosed(entry: dict) -> list[tuple[int, dict]]:
+    """(arm index, run) of a task's runs that logged their losses."""
+    arms = entry["arms"].values()
+    return [(i, r) for i, arm in enumerate(arms) for r in arm["runs"] if r.get("diagnostics")]
+
+
+def plot_diagnostics(axes, task: str, entry: dict) -> None:
+    """Each seed's losses by env steps, a line each: two rows of two panels."""
+    for ax, (key, label) in zip(axes.flat, DIAGNOSTIC_PANELS):
+        for i, r in diagnosed(entry):
+            points = [(d["env_steps"], d[key]) for d in r["diagnostics"] if key in d]
+            ax.plot(*zip(*points), color=f"C{i}", lw=0.9, alpha=0.8, label=f"seed {r['seed']}")
+            ax.annotate(f"{r['seed']}", points[-1], fontsize=7, color=f"C{i}")
+        ax.set_yscale("log" if key in ("losses/approx_kl", "losses/value") else "linear")
+        ax.set_title(f"{task}: {label}, each seed", fontsize=10)
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+
+
 def plot(record: dict, path: pathlib.Path) -> None:
     plt = common.pyplot()
     tasks = record["results"]["tasks"]
-    fig, axes = plt.subplots(len(tasks), 2, figsize=(12, 3.8 * len(tasks)), squeeze=False)
+    extra = [task for task, entry in tasks.items() if diagnosed(entry)]
+    fig, axes = plt.subplots(len(tasks) + 2 * len(extra), 2, figsize=(12, 3.8 * (len(tasks) + 2 * len(extra))),
+                             squeeze=False)  # fmt: skip
+    for n, task in enumerate(extra):
+        plot_diagnostics(axes[len(tasks) + 2 * n : len(tasks) + 2 * n + 2], task, tasks[task])
     for row, (task, entry) in zip(axes, tasks.items()):
         for i, arm in enumerate(entry["arms"].values()):
             runs = [r for r in arm["runs"] if r.get("curve")]
@@ -444,7 +482,7 @@ def plot(record: dict, path: pathlib.Path) -> None:
         )  # fmt: skip
         row[0].set_title(f"{task}: median over seeds, band min to max; {target}", fontsize=10)
     # one legend under the panels: inside one it hides the early curves
-    labels = {label: handle for ax in axes[:, 0] for handle, label in zip(*ax.get_legend_handles_labels())}
+    labels = {label: handle for ax in axes[: len(tasks), 0] for handle, label in zip(*ax.get_legend_handles_labels())}
     fig.legend(labels.values(), labels.keys(), loc="lower center", ncol=2, fontsize=8, frameon=False)
     legend_in = 0.2 * ((len(labels) + 1) // 2) + 0.15  # inches: a line per two arms, and a margin
     fig.set_figheight(fig.get_figheight() + legend_in)

@@ -60,6 +60,13 @@ def test_a_quick_run_writes_curves_evaluated_on_gymnasium_with_their_time_to_tar
             assert run["best"]["env_steps"] == next(s["env_steps"] for s in judged if s["eval_return"] == top)
             assert 1 <= run["best"]["return"] <= 500
             assert f"| {run['best']['return']:,.1f} |" in training.arm_row(arm, 475.0)
+            # its losses by epoch (why a curve falls), steps rising to the run's last
+            losses = run["diagnostics"]
+            assert [d["env_steps"] for d in losses] == sorted({d["env_steps"] for d in losses})
+            assert losses[-1]["env_steps"] == run["env_steps"]
+            assert all(set(arms.DIAGNOSTICS) <= set(d) and d["losses/approx_kl"] == d["losses/approx_kl"]
+                       for d in losses)  # fmt: skip
+            assert "losses by env steps (approx KL" in (tmp_path / "quick.md").read_text()
         else:
             assert not judged and "best" not in run  # SB3 has no evaluation of its own here
         hit = training.reached(curve, 475.0)
