@@ -48,8 +48,8 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not item.path.as_posix().endswith(FIRST))  # stable: the rest keep their order
     # `make test`'s second pass (`-n 2 --dist loadgroup`): the `serial` tests one after another on one
     # worker; on the other, one after another, the few that name the group "beside_serial" (the time
-    # budget's test, which mostly sleeps, and the tune tests, which time nothing): they never meet the
-    # parallel pass's compiles, and the distributed tests never meet each other.
+    # budget's tests, which mostly sleep, and a distributed case of one-line errors): they never meet
+    # the parallel pass's compiles, and the distributed tests never meet each other.
     for item in items:
         if item.get_closest_marker("serial") and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group("serial"))

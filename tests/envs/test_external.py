@@ -375,6 +375,7 @@ def test_each_list_of_names_is_the_installed_collections():
     assert not set(envs.registered_ids()) & set(external.IDS)  # gymjax's own ids stay apart
 
 
+@pytest.mark.slow  # 43 s of Brax's compiles; make test checks the same leak on a gymjax env (test_ppo.py)
 def test_randomization_without_an_eval_env_leaves_the_brax_env_concrete():
     """Brax's seed bug: its randomization wrapper writes the vmapped ``sys`` onto the env, so an
     eval env sharing it (none given) steps with a leaked tracer. Here the env is only read."""

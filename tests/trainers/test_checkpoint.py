@@ -56,6 +56,7 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path, uninterrupted):
     assert saved_steps(tmp_path) == [1, 2, 3, 4]
 
 
+@pytest.mark.slow  # 17 s; a variant of the resume above, which runs in make test
 def test_resume_is_exact_with_reward_normalization_and_a_normal_policy(tmp_path):
     """The reward normalizer's per-env returns and statistics, and the policy's log std, are
     checkpointed: without them the resumed run would drift from the uninterrupted one."""

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent(
@@ -39,6 +41,8 @@ SCRIPT = textwrap.dedent(
 )
 
 
+# 13 s; in make test, test_distributed.py trains one process of two devices and compares it with two processes.
+@pytest.mark.slow
 def test_two_devices_keep_identical_parameters():
     env = {
         **os.environ,

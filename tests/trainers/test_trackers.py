@@ -57,6 +57,7 @@ def offline_wandb(tmp_path, monkeypatch):
 # -- MLflow ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 25 s; W&B's resume into the same run without a replayed epoch runs in make test
 def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_path, monkeypatch):
     needs("mlflow")
     from mlflow.tracking import MlflowClient
@@ -108,7 +109,7 @@ def test_mlflow_run_killed_mid_way_resumes_into_the_same_run_each_step_once(tmp_
         assert all(3 * EPOCH < step <= logged for step in history), (key, history)
 
 
-@pytest.mark.slow  # 18 s of MLflow runs; make test keeps the killed-and-resumed MLflow case above
+@pytest.mark.slow  # 18 s of MLflow runs; make test keeps MLflow as a hook of PPO's train
 def test_a_resume_refused_by_the_trainer_leaves_the_tracker_run_untouched(tmp_path):
     """The trackers start once the trainer's checks have passed: a refused resume does not reopen the
     recorded run, mark it failed, or log to it."""

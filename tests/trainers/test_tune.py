@@ -84,10 +84,9 @@ def test_three_trials_into_sqlite_read_back_and_the_best_trains(tmp_path, space_
     assert config["policy_hidden_sizes"] == [16, 16] and config["num_timesteps"] == 512
 
 
-# A process of its own, killed once its second trial runs (polled, no clock): beside the serial tests
-# (tests/conftest.py), after the time budget's test, while the distributed tests run alone on the other worker.
+# A process of its own, killed once its second trial runs (polled, no clock): one of the serial tests
+# (tests/conftest.py), after the distributed ones, while the time budget's tests run on the other worker.
 @pytest.mark.serial
-@pytest.mark.xdist_group("beside_serial")
 def test_a_study_killed_mid_trial_continues_and_never_counts_that_trial(tmp_path, space_file):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
     command = [sys.executable, "-m", "gymjax", *_flags(tmp_path, space_file, "--n-trials", "3")]
@@ -208,8 +207,7 @@ def test_the_yardstick_must_lie_in_the_search_space():
         tune.make_setup("JaxCartPole-v0", TINY, space=SPACE, objective="max")
 
 
-@pytest.mark.serial  # three processes of its own; beside the serial tests, as the one above
-@pytest.mark.xdist_group("beside_serial")
+@pytest.mark.serial  # three processes of its own; one of the serial tests, as the one above
 def test_workers_share_one_study(tmp_path, space_file):
     assert main(_flags(tmp_path, space_file, "--n-trials", "2", "--n-jobs", "2")) == 0
     study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'tune.db'}")
@@ -222,7 +220,6 @@ def test_workers_share_one_study(tmp_path, space_file):
 
 
 @pytest.mark.serial  # as the one above
-@pytest.mark.xdist_group("beside_serial")
 def test_workers_stop_when_the_command_that_started_them_is_killed(tmp_path, space_file):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
     # 100 trials: minutes of work each worker would go on with, where stopping takes an epoch
