@@ -379,8 +379,10 @@ def plot(record: dict, path: pathlib.Path) -> None:
     cols = min(3, len(by_task))
     grid_rows = math.ceil(len(by_task) / cols)
     fig, axes = plt.subplots(grid_rows, cols, figsize=(4.6 * cols, 3.4 * grid_rows), squeeze=False)
+    budgets = sorted({r["minutes"] for r in record["results"]["rows"]})  # a budget has one colour in every panel
     for ax, (reference, entries) in zip(axes.flat, by_task.items()):
-        for i, r in enumerate(entries):
+        for r in entries:
+            i = budgets.index(r["minutes"])
             for kind, color, name in (("gymjax", f"C{i}", "gymjax"), ("sb3", "dimgray", "SB3 here")):
                 for j, curve in enumerate((r[kind] or {}).get("curves", [])):
                     ax.plot([c["wall_s"] / 60 for c in curve], [c["return"] for c in curve], color=color, marker=".",
