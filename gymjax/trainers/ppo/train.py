@@ -110,6 +110,10 @@ class PPOTrainer:
 
         self.networks: PPONetworks = make_networks(self.env.observation_space.shape[0], self.env.action_space, config)
         self.optimizer = self._make_optimizer()
+        # A fresh run's state as one compiled program, not the initializers op by op: eagerly, a fresh
+        # process compiled each of their small ops, about 2 s on a CPU; jitted, the values are the same
+        # bit for bit (tests/trainers/test_ppo.py).
+        self._init_state = jax.jit(self._fresh, static_argnums=1)
         self._epoch = jax.jit(self.mesh.per_device(self._epoch_fn), donate_argnums=0)
         self._evaluate = jax.jit(self._evaluate_fn)
         self._act = jax.jit(lambda params, obs: self.networks.make_policy(params, deterministic=True)(obs, None)[0])
@@ -142,10 +146,7 @@ class PPOTrainer:
 
     def init(self, run_id: str | None = None) -> Run:
         """A fresh run: new parameters, optimizer state and envs, from ``config.seed``."""
-        # One compiled program, not the initializers op by op: eagerly, a fresh process compiled
-        # each of their small ops, about 2 s on a CPU; jitted, the values are the same bit for bit.
-        fresh = jax.jit(self._fresh, static_argnums=1)
-        state = self.mesh.place(fresh(jax.random.PRNGKey(self.config.seed), self.mesh.size))
+        state = self.mesh.place(self._init_state(jax.random.PRNGKey(self.config.seed), self.mesh.size))
         return Run(state=state, run_id=run_id or ckpt.new_run_id())
 
     def _fresh(self, key: jax.Array, num_devices: int) -> SavedState:
