@@ -25,10 +25,11 @@ test: install
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not slow and not serial"
 	$(PY) -m pytest -n 2 --dist loadgroup -m "serial and not slow"
 
-# The cases marked `slow` (MJX parity beyond two tasks, Brax's and Playground's lockstep and
-# checkers, a second signal or backend of a case, the clients that take minutes): `make test` leaves
-# them out to come near its bound of 15 minutes on 2 cores (it does not yet meet it on every box), and
-# CI runs them after it (.ci/run), so every test still guards every landing.
+# The cases marked `slow` (each beside a sibling in `make test` that runs the same code: per-id
+# cases beyond one id of each kind, Brax's and Playground's lockstep and checkers, a second signal,
+# moment or backend of a case, the clients that take minutes): `make test` leaves them out to stay
+# within 15 minutes on 2 cores, and CI runs them after it (.ci/run), so every test still guards every
+# landing.
 test-slow: install
 	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile -m "slow and not serial"
 	$(PY) -m pytest -n 2 --dist loadgroup -m "slow and serial"

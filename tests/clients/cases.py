@@ -28,7 +28,9 @@ class Case:
     env_id: str
     scenario: str  # a function of scenarios.py, called with env_id= and kwargs
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)  # JSON: it travels on a command line
-    cheap: bool = False  # run by plain `pytest` (CI): a few seconds, the `dev` extra's clients only
+    # Run by `make test`: a few seconds, the `dev` extra's clients only, and no in-process test of the
+    # same path there (the others run in `make test-slow`, which CI runs too).
+    cheap: bool = False
     timeout_s: float = 120
     needs: tuple[str, ...] = ()  # modules that must be importable, else the case is skipped
     env_var: str | None = None  # an environment variable naming what the case runs, else it is skipped
@@ -66,7 +68,7 @@ DLPACK_BOOL = "DLPack only supports signed/unsigned integers"
 CLEANRL_GYM_029 = "TransformObservation.__init__() missing 1 required positional argument"
 
 CASES = [
-    C(GYM, "check_env(make(id).unwrapped)", CART, "gymnasium_check_env", cheap=True),
+    C(GYM, "check_env(make(id).unwrapped)", CART, "gymnasium_check_env"),  # in-process: test_conformance.py
     C(GYM, "check_env(make(id).unwrapped)", PEND, "gymnasium_check_env"),
     C(GYM, "check_env(make(id).unwrapped)", INV, "gymnasium_check_env"),
     C(GYM, "check_env(make(id).unwrapped)", ANT, "gymnasium_check_env", timeout_s=300),
@@ -85,7 +87,7 @@ CASES = [
       {"wrapper": "RecordEpisodeStatistics"}),
     # NEXT_STEP is gymjax's default, as Gymnasium's: its observation wrappers take it.
     C(GYM, f"wrappers.vector.NormalizeObservation({VEC})", CART, "gymnasium_vector_wrapper",
-      {"wrapper": "NormalizeObservation"}, cheap=True),
+      {"wrapper": "NormalizeObservation"}),  # in-process: tests/wrappers/test_session.py
     C(GYM, f"wrappers.vector.NormalizeReward({VEC})", CART, "gymnasium_vector_wrapper",
       {"wrapper": "NormalizeReward"}),
     C(GYM, f"wrappers.vector.ClipAction({VEC})", PEND, "gymnasium_vector_wrapper", {"wrapper": "ClipAction"}),
@@ -106,7 +108,7 @@ CASES = [
       "CartPole-v1", "gymnasium_vector_wrapper", {"wrapper": "NumpyToTorch", "autoreset_mode": "SAME_STEP"},
       needs=("torch",), xfail=DLPACK_BOOL),
     C(GYM, "obs *= 1.0 and wrappers.vector.FlattenObservation(make_vec(id, 4)) on reset()'s obs", CART,
-      "gymnasium_reset_writable", cheap=True),
+      "gymnasium_reset_writable"),  # in-process: tests/wrappers/test_gymnasium.py
     C("Minari-style", "reset(seed=secrets.randbits(60)) on make(id) and make_vec(id, 4), as DataCollector seeds",
       CART, "minari_style_seeds", cheap=True),
     C("RLlib-style", f"NEXT_STEP loop over {VEC}, every transition vs make(id) alone", CART,
@@ -117,7 +119,7 @@ CASES = [
       "many_envs_compile_once", cheap=True),
     C(GYM, "make_vec(id, 2, vectorization_mode='sync')", CART, "gymnasium_make_vec", {"mode": "sync"}, cheap=True),
     C(GYM, "make_vec(id, 2, 'async') (fork, the default)", CART, "gymnasium_make_vec", {"mode": "async"},
-      cheap=True, timeout_s=60),
+      timeout_s=60),  # the MuJoCo id's case below is cheap
     # Making a MuJoCo env starts no JAX runtime (the engine is chosen without one), so a client that
     # makes one env for the spaces and then forks its workers works as it does on CartPole.
     C(GYM, "make_vec(id, 2, 'async') (fork, the default) on a MuJoCo id", "JaxHopper-v0", "gymnasium_make_vec",
@@ -172,7 +174,7 @@ CASES = [
       needs=(*SB3_, "moviepy")),
     C(SB3, "PPO save / load / evaluate_policy", CART, "sb3_save_load", needs=SB3_),
     C(SB3, "PPO(n_epochs=2).learn(1024) on gymjax.wrappers.sb3.SB3VecEnv(id, 8)", CART, "sb3_gymjax_vec_env",
-      needs=SB3_, cheap=True),
+      needs=SB3_),  # in-process: tests/wrappers/test_sb3.py
     C(ZOO, "rl_zoo3.train --algo ppo -n 2000 --gym-packages gymjax, then rl_zoo3.enjoy -n 300 --no-render", CART,
       "zoo_train", {"enjoy": True}, needs=ZOO_, timeout_s=300),
     C(ZOO, "rl_zoo3.train ... --vec-env subproc", CART, "zoo_train", {"extra": ["--vec-env", "subproc"]},

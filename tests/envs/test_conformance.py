@@ -32,6 +32,17 @@ TWINNED = [i for i in IDS if envs.spec(i).reference_id is not None]
 # adapter (size, mode) or MujocoEnv (camera) answers them, not the task's own signature.
 RENDER_OPTIONS = {"render_mode", "width", "height", "camera_id", "camera_name", "max_geom", "visual_options"}
 TOLERANCE = 1e-5  # float32 observations of float64 physics
+# The per-id cases that cost seconds of compiles (lockstep, a rendered frame) run in make test on a
+# classic env of each space, a terminating and a contact-rich MuJoCo task and the user's ids (the
+# code under test is one adapter for all); every id runs them with `-m slow`, which CI runs too.
+IN_MAKE_TEST = {"JaxCartPole-v0", "JaxPendulum-v0", "JaxHopper-v0", "JaxAnt-v0",
+                *(i for i in IDS if i not in envs.CATALOG)}
+
+
+def each_id_in_make_test_or_slow(test):
+    """``made`` over every id, those outside ``IN_MAKE_TEST`` marked slow."""
+    params = [pytest.param(i, marks=[] if i in IN_MAKE_TEST else [pytest.mark.slow]) for i in IDS]
+    return pytest.mark.parametrize("made", params, indirect=True)(test)
 
 
 def reference_id(env_id):
@@ -233,8 +244,9 @@ def _can_terminate(env_id):
     }
 
 
-# Gymnasium's default mode on every id in make test; same-step (its own path, 60 s over all ids on 2
-# cores) with `-m slow`, and in make test through tests/wrappers/test_session.py and gymnax's lockstep.
+# Gymnasium's default mode in make test; same-step (its own path, 60 s over all ids on 2 cores) with
+# `-m slow`, and in make test through tests/wrappers/test_session.py and gymnax's lockstep.
+@each_id_in_make_test_or_slow
 @pytest.mark.parametrize("mode", [pytest.param(AutoresetMode.SAME_STEP, marks=pytest.mark.slow),
                                   AutoresetMode.NEXT_STEP])
 def test_vector_env_in_lockstep_with_sync_vector_env(made, mode):
@@ -271,6 +283,7 @@ def test_pickles_and_resumes_the_same_episodes(made):
     copy.close()
 
 
+@each_id_in_make_test_or_slow
 def test_renders_a_frame_of_the_references_size(made):
     env_id, ours = made
     size = {"width": 64, "height": 48} if _mujoco(ours) else {}

@@ -146,11 +146,16 @@ _ONE_MODE = {
     "playground/CartpoleBalance-v0": AutoresetMode.SAME_STEP,
 }
 # Brax's and Playground's cases (about 50 s of compiles each on 2 cores) run with `-m slow` too: the
-# adapter's code for a mode is gymnax's cases' in make test, which steps Brax's envs in the
-# randomization case and Playground's through the adapters in the Dict-observation case below.
+# adapter's code for a mode is gymnax's cases' in make test (each env next-step, CartPole same-step
+# too), which steps Brax's env in the horizon case and Playground's through the adapters in the
+# Dict-observation case below.
+def _in_make_test(env_id, mode):
+    return env_id.startswith("gymnax/") and (mode is AutoresetMode.NEXT_STEP or env_id == "gymnax/CartPole-v1")
+
+
 LOCKSTEP = [
     pytest.param(env_id, mode, id=f"{env_id}-{mode.name.lower()}",
-                 marks=[] if env_id.startswith("gymnax/") else [pytest.mark.slow])
+                 marks=[] if _in_make_test(env_id, mode) else [pytest.mark.slow])
     for env_id in CASES for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
     if _ONE_MODE.get(env_id, mode) is mode and not (env_id == "brax/halfcheetah-v0" and mode is AutoresetMode.SAME_STEP)
 ]
@@ -222,14 +227,17 @@ def test_spaces_metrics_and_limits_are_the_sources():
     brax_env = gymnasium.make("brax/inverted_pendulum-v0", backend="positional")
     assert brax_env.action_space == gymnasium.spaces.Box(-3.0, 3.0, (1,), np.float32)  # Brax's ctrl_range
     assert brax_env.unwrapped.session.base.max_episode_steps == 1000  # Brax's episode_length
-    # Brax's metrics are the info of every step: the session's info keys, from its traced step (a
-    # compiled HalfCheetah step costs 10 s here; its lockstep test, `-m slow`, steps it).
-    halfcheetah = gymnasium.make("brax/halfcheetah-v0", backend="positional")
-    assert {"x_position", "reward_run", "reward_ctrl"} <= set(halfcheetah.unwrapped.session.info_keys)
     gymnax_env = gymnasium.make("gymnax/MountainCarContinuous-v0")
     assert gymnax_env.unwrapped.session.base.max_episode_steps == 999  # gymnax's max_steps_in_episode
     assert gymnax_env.action_space == gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
     assert gymnasium.spec("gymnax/CartPole-v1").max_episode_steps is None  # applied in JAX, known when built
+
+
+@pytest.mark.slow  # a traced HalfCheetah step, 10 s on 2 cores; make test steps Brax's inverted pendulum
+def test_brax_metrics_are_the_info_of_every_step():
+    need("brax.envs")
+    halfcheetah = gymnasium.make("brax/halfcheetah-v0", backend="positional")
+    assert {"x_position", "reward_run", "reward_ctrl"} <= set(halfcheetah.unwrapped.session.info_keys)
 
 
 @pytest.mark.parametrize("env_id", ONE_PER_COLLECTION)

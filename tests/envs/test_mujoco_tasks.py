@@ -89,7 +89,13 @@ def _ks_statistic(a, b):
 MUJOCO_IDS = [i for i in envs.registered_ids() if i in envs.CATALOG and envs.spec(i).reference_id.endswith("-v5")]
 
 
-@pytest.mark.parametrize("env_id", MUJOCO_IDS)
+# Each kind of reset in make test: a goal's rejection loop (Reacher, Pusher), normal velocity noise
+# (HalfCheetah), uniform noise on a terminating and on a contact-rich body; every task with `-m slow`.
+RESETS_IN_MAKE_TEST = {"JaxReacher-v0", "JaxPusher-v0", "JaxHalfCheetah-v0", "JaxHopper-v0", "JaxAnt-v0"}
+
+
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[] if i in RESETS_IN_MAKE_TEST else [pytest.mark.slow])
+                                    for i in MUJOCO_IDS])
 def test_reset_draws_gymnasiums_distribution(env_id):
     """qpos and qvel after 2,000 resets of ours and of Gymnasium's: the distributions of each
     coordinate, and of the length of each pair of neighbours (a goal's distance from the

@@ -140,6 +140,9 @@ def test_process_zero_alone_writes_and_a_single_process_loads_the_checkpoint(uni
     assert load_policy(uninterrupted / "checkpoints")(np.zeros((3, 4), np.float32)).shape == (3,)
 
 
+# 42 s in the serial pass; make test ends a process that ignores the stop, and resumes a killed
+# single-process run exactly (test_run_dir.py).
+@pytest.mark.slow
 def test_a_killed_process_stops_the_other_and_the_run_resumes_exactly(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
     port = distributed.free_port()

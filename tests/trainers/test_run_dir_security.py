@@ -406,7 +406,10 @@ def test_eval_output_onto_a_full_disk_is_an_error(trained):
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1].startswith("could not write the output")
 
 
-@pytest.mark.parametrize("delay", [0.05, 0.2, 0.4, 0.7, 1.0, 1.5])
+# Every other moment in make test, the three between them with `-m slow` (2 s each).
+@pytest.mark.parametrize("delay", [0.05, pytest.param(0.2, marks=pytest.mark.slow), 0.4,
+                                   pytest.param(0.7, marks=pytest.mark.slow), 1.0,
+                                   pytest.param(1.5, marks=pytest.mark.slow)])
 def test_ctrl_c_in_the_first_second_stops_the_run(tmp_path, delay):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_COMPILATION_CACHE_DIR": str(ROOT / ".jax_cache")}
     with from_a_terminal():  # as a Ctrl-C reaches it, whatever the suite's launcher hands this process

@@ -385,6 +385,7 @@ def test_a_timing_still_running_at_the_deadline_says_so_then(capsys):
     assert "the 2-minute deadline has passed while this machine was being timed" in said[0]
 
 
+@pytest.mark.slow  # 23 s; make test's serial cases stop at a deadline, replay it, and resume a grown plan
 def test_a_deadline_stop_is_recorded_and_resuming_trains_what_replays_it(tmp_path, capsys, monkeypatch):
     """Timed at 10 ms an iteration, the run then pauses 4 s before its second epoch: past its 6 s
     budget whatever the machine, so the deadline stops it there. run.json says where; a resume

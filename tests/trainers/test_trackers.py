@@ -453,6 +453,7 @@ def test_another_training_cannot_continue_an_mlflow_run_through_a_copied_tracker
     assert new.info.run_id != run_id and new.data.tags[trackers.TRAINING_TAG] == training_y
 
 
+@pytest.mark.slow  # the MLflow case above, the same guard's other backend, runs in make test
 def test_another_training_cannot_continue_a_wandb_run_through_a_copied_trackers_section(tmp_path, offline_wandb):
     r, y = tmp_path / "r", tmp_path / "y"
     quiet = {"console": False, "progress_bar": False, "video": False}

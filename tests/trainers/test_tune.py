@@ -84,9 +84,11 @@ def test_three_trials_into_sqlite_read_back_and_the_best_trains(tmp_path, space_
     assert config["policy_hidden_sizes"] == [16, 16] and config["num_timesteps"] == 512
 
 
-# A process of its own, killed once its second trial runs (polled, no clock): one of the serial tests
-# (tests/conftest.py), after the distributed ones, while the time budget's tests run on the other worker.
+# A process of its own, killed once its second trial runs (polled, no clock): a serial test
+# (tests/conftest.py), in make test-slow (20 s); make test continues a study (the seeds case below)
+# and kills a command's workers with it.
 @pytest.mark.serial
+@pytest.mark.slow
 def test_a_study_killed_mid_trial_continues_and_never_counts_that_trial(tmp_path, space_file):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
     command = [sys.executable, "-m", "gymjax", *_flags(tmp_path, space_file, "--n-trials", "3")]
