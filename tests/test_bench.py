@@ -469,6 +469,7 @@ def test_a_peer_that_hangs_is_a_cell_not_a_stalled_run(monkeypatch):
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.slow  # 9 s; make test's smoke runs cover the runner, the record, its report and plot
 def test_the_single_env_run_compares_each_id_with_its_reference_and_splits_mujoco_steps(tmp_path):
     record = command("single", tmp_path, "--ids", "JaxInvertedPendulum-v0", "JaxCartPole-v0")
     tasks = record["results"]["tasks"]

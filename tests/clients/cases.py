@@ -112,7 +112,7 @@ CASES = [
     C("Minari-style", "reset(seed=secrets.randbits(60)) on make(id) and make_vec(id, 4), as DataCollector seeds",
       CART, "minari_style_seeds", cheap=True),
     C("RLlib-style", f"NEXT_STEP loop over {VEC}, every transition vs make(id) alone", CART,
-      "rllib_style_next_step_loop", cheap=True),
+      "rllib_style_next_step_loop"),  # in-process: test_conformance.py's lockstep
     C("RLlib-style", "make('gymjax:<id>') and make_vec('gymjax:<id>', 2) in a process that never imported gymjax",
       CART, "module_prefixed_id", cheap=True),
     C("Tianshou-style", "110 x make(id) + reset + step (DQN example's 10 train + 100 test envs), under 20 s", CART,
@@ -131,8 +131,8 @@ CASES = [
       refused="Start worker processes with 'spawn' or 'forkserver'"),
     C(GYM, "make_vec(id, 2, 'async', vector_kwargs={'context': 'spawn'})", CART, "gymnasium_make_vec",
       {"mode": "async", "vector_kwargs": {"context": "spawn"}}, timeout_s=180),
-    C(GYM, "pickle of make(id), stepped; the clone continues alike", CART, "gymnasium_clone", {"how": "pickle"},
-      cheap=True),
+    C(GYM, "pickle of make(id), stepped; the clone continues alike", CART, "gymnasium_clone",
+      {"how": "pickle"}),  # in-process: test_conformance.py
     C(GYM, "copy.deepcopy of make(id), stepped; the clone continues alike", CART, "gymnasium_clone",
       {"how": "copy.deepcopy"}),
     C(GYM, "cloudpickle of make(id), stepped; the clone continues alike", CART, "gymnasium_clone",
@@ -206,7 +206,7 @@ CASES = [
     C(PZ, "parallel_api_test(PettingZooEnv())", MULTI_ANT, "pettingzoo_api_test", needs=("pettingzoo",),
       timeout_s=300),
     C(PZ, "parallel_api_test(PettingZooEnv(engine='mujoco'))", MULTI_ANT, "pettingzoo_api_test", PZ_MUJOCO,
-      needs=("pettingzoo",), cheap=True),
+      needs=("pettingzoo",)),  # in-process: tests/envs/test_multi_agent.py
     C(PZ, "parallel_seed_test(lambda: PettingZooEnv(engine='mujoco'))", MULTI_ANT, "pettingzoo_seed_test",
       PZ_MUJOCO, needs=("pettingzoo",)),
     C(PZ, "render_test(parallel_to_aec(PettingZooEnv(engine='mujoco', render_mode=...)))", MULTI_ANT,

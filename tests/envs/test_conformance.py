@@ -32,9 +32,9 @@ TWINNED = [i for i in IDS if envs.spec(i).reference_id is not None]
 # adapter (size, mode) or MujocoEnv (camera) answers them, not the task's own signature.
 RENDER_OPTIONS = {"render_mode", "width", "height", "camera_id", "camera_name", "max_geom", "visual_options"}
 TOLERANCE = 1e-5  # float32 observations of float64 physics
-# The per-id cases that cost seconds of compiles (lockstep, a rendered frame) run in make test on a
-# classic env of each space, a terminating and a contact-rich MuJoCo task and the user's ids (the
-# code under test is one adapter for all); every id runs them with `-m slow`, which CI runs too.
+# The per-id cases that cost seconds of compiles (lockstep, a rendered frame, a pickle) run in make
+# test on a classic env of each space, a terminating and a contact-rich MuJoCo task and the user's
+# ids (the code under test is one adapter for all); every id runs them with `-m slow` (CI runs both).
 IN_MAKE_TEST = {"JaxCartPole-v0", "JaxPendulum-v0", "JaxHopper-v0", "JaxAnt-v0",
                 *(i for i in IDS if i not in envs.CATALOG)}
 
@@ -270,6 +270,7 @@ def test_vector_env_in_lockstep_with_sync_vector_env(made, mode):
     reference.close()
 
 
+@each_id_in_make_test_or_slow
 def test_pickles_and_resumes_the_same_episodes(made):
     env_id = made[0]
     env = gymnasium.make(env_id)

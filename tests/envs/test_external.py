@@ -19,6 +19,7 @@ import sys
 
 import gymnasium
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -296,9 +297,14 @@ def test_rendering_where_the_source_renders():
         gymnasium.make("gymnax/CartPole-v1", render_mode="rgb_array")
 
 
-def test_playground_dict_observations_through_the_adapters():
+# The adapters' side of a Dict observation is the same with or without physics: make test runs it on
+# CartpoleBalance's spaces with a stand-in for its MJX step (a compile of seconds, not 30 s); the
+# task's own step, with `-m slow`.
+@pytest.mark.parametrize("physics", [pytest.param(True, marks=pytest.mark.slow), False])
+def test_playground_dict_observations_through_the_adapters(physics):
     need("mujoco_playground")
     from mujoco_playground import dm_control_suite
+    from mujoco_playground._src import mjx_env
 
     from gymjax.envs import from_playground
     from gymjax.wrappers.sb3 import SB3VecEnv
@@ -310,9 +316,14 @@ def test_playground_dict_observations_through_the_adapters():
             return state.replace(obs={"state": state.obs, "privileged_state": state.obs[:2]})
 
         def reset(self, rng):
+            if not physics:
+                return self._named(mjx_env.State(data=None, obs=jax.random.normal(rng, (5,)), reward=jnp.zeros(()),
+                                                  done=jnp.zeros(()), metrics={}, info={}))
             return self._named(super().reset(rng))
 
         def step(self, state, action):
+            if not physics:
+                return self._named(state.replace(obs=state.obs["state"] + jnp.sum(action), reward=jnp.ones(())))
             return self._named(super().step(state.replace(obs=state.obs["state"]), action))
 
         @property

@@ -171,7 +171,13 @@ MUJOCO_TASKS = [
 ]
 
 
-@pytest.mark.parametrize("env_id, reference_id", MUJOCO_TASKS)
+# Four tasks' cameras in make test (a tracking camera on a free body, on a planar one, a fixed view
+# of an arm, of a cart); every task with `-m slow`.
+VIEWS_IN_MAKE_TEST = {"JaxAnt-v0", "JaxHopper-v0", "JaxReacher-v0", "JaxInvertedPendulum-v0"}
+
+
+@pytest.mark.parametrize("env_id, reference_id", [
+    pytest.param(*pair, marks=[] if pair[0] in VIEWS_IN_MAKE_TEST else [pytest.mark.slow]) for pair in MUJOCO_TASKS])
 def test_default_view_is_gymnasiums(env_id, reference_id):
     """The first frame, one after the body moved (Gymnasium's free camera stays where it first
     looked, the median of the geoms, at its distance, azimuth and elevation), one after steps."""

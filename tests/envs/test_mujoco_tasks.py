@@ -53,7 +53,8 @@ def test_double_pendulum_ends_when_pole_2_falls_with_pole_1_upright(double_pendu
     assert 10 <= ended < 25  # upright pole 2 lives on, fallen ends: both sides of the boundary were met
 
 
-@pytest.mark.parametrize("env_id, shift", [("JaxHalfCheetah-v0", [500.0]), ("JaxSwimmer-v0", [500.0, -500.0])])
+@pytest.mark.parametrize("env_id, shift", [pytest.param("JaxHalfCheetah-v0", [500.0], marks=pytest.mark.slow),
+                                           ("JaxSwimmer-v0", [500.0, -500.0])])
 def test_far_from_the_origin_the_velocity_is_gymnasiums(env_id, shift):
     """At 500 m a float32 position moves in steps of 6e-5 m; differenced over dt it would be
     1e-3 m/s of noise. The C engine differences the float64 positions, as Gymnasium does."""

@@ -279,6 +279,9 @@ def test_a_torn_metrics_row_is_dropped_with_a_warning(tmp_path, fmt):
     assert [int(r["env_steps"]) for r in read_rows(path)[1]] == [EPOCH * (i + 1) for i in range(5)]
 
 
+# 14 s; make test fills the disk under a checkpoint's save (test_checkpoint.py) and under eval's and
+# render's output (test_run_dir_security.py), and resumes runs stopped and killed (above).
+@pytest.mark.slow
 def test_a_full_disk_gives_one_line_and_the_run_resumes_once_there_is_room(tmp_path, reference):
     mount = tmp_path / "small"
     mount.mkdir()

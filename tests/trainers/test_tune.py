@@ -155,6 +155,9 @@ def test_a_trial_that_trained_to_its_end_is_complete_whatever_the_pruner_says():
     assert trial.user_attrs["env_steps"] == TINY.num_timesteps
 
 
+# 24 s of six trainings; make test trains a trial's seeds in the pruned-seed case below, checks the
+# yardstick and the objective's names, and runs a whole study (above).
+@pytest.mark.slow
 def test_a_trial_trains_each_seed_and_reports_their_objective(tmp_path, space_file):
     # Two seeds a trial, the worse one its value; the base config's values enqueued first, once.
     flags = _flags(tmp_path, space_file, "--n-trials", "2", "--seeds-per-trial", "2", "--objective", "min",
