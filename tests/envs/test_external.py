@@ -303,8 +303,7 @@ def test_rendering_where_the_source_renders():
 @pytest.mark.parametrize("physics", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_playground_dict_observations_through_the_adapters(physics):
     need("mujoco_playground")
-    from mujoco_playground import dm_control_suite
-    from mujoco_playground._src import mjx_env
+    from mujoco_playground import State, dm_control_suite
 
     from gymjax.envs import from_playground
     from gymjax.wrappers.sb3 import SB3VecEnv
@@ -317,8 +316,8 @@ def test_playground_dict_observations_through_the_adapters(physics):
 
         def reset(self, rng):
             if not physics:
-                return self._named(mjx_env.State(data=None, obs=jax.random.normal(rng, (5,)), reward=jnp.zeros(()),
-                                                  done=jnp.zeros(()), metrics={}, info={}))
+                return self._named(State(data=None, obs=jax.random.normal(rng, (5,)), reward=jnp.zeros(()),
+                                         done=jnp.zeros(()), metrics={}, info={}))
             return self._named(super().reset(rng))
 
         def step(self, state, action):

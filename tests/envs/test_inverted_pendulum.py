@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 
-# 15 s of MJX compiles on 2 cores; make test holds MJX's step to MuJoCo C's on this task in
-# test_mjx_parity.py and the C engine's to Gymnasium's in test_conformance.py.
+# 15 s of MJX compiles on 2 cores; make test holds MJX's step to MuJoCo C's on HalfCheetah
+# (test_mjx_parity.py), this task's MJX reset and observation below, and the C engine's step on this
+# task to Gymnasium's (test_conformance.py).
 @pytest.mark.slow
 def test_matches_inverted_pendulum_v5(pendulum_mjx):
     ref = gymnasium.make("InvertedPendulum-v5").unwrapped

@@ -57,8 +57,8 @@ def _states(reference_id, count=3, seed=0):
 
 
 # Each task compiles MJX's step for 12 to 90 s on 2 cores. `make test` keeps a planar runner in
-# contact with the floor (MJX's hinged pendulum is reset and observed in test_inverted_pendulum.py); the rest
-# run with `-m slow` (`make test-slow`, which CI runs too).
+# contact with the floor (MJX's hinged pendulum is reset and observed in test_inverted_pendulum.py);
+# the rest run with `-m slow` (`make test-slow`, which CI runs too).
 IN_MAKE_TEST = ("JaxHalfCheetah-v0",)
 
 

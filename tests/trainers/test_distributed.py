@@ -238,7 +238,7 @@ def socket_inodes(pid):
 LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1"}  # the second: IPv4 on a dual-stack socket
 
 
-@pytest.mark.slow  # 39 s; a killed process stops the others, and the run resumes, in make test
+@pytest.mark.slow  # 39 s; make test ends a process that ignores the stop after the grace period
 def test_processes_listen_on_loopback_only_and_die_with_their_launcher(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
     launcher = gymjax("train", *FLAGS, "--local-processes", "2", "--run-dir", run_dir, wait=False)

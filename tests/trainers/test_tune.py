@@ -85,8 +85,7 @@ def test_three_trials_into_sqlite_read_back_and_the_best_trains(tmp_path, space_
 
 
 # A process of its own, killed once its second trial runs (polled, no clock): a serial test
-# (tests/conftest.py), in make test-slow (20 s); make test continues a study (the seeds case below)
-# and kills a command's workers with it.
+# (tests/conftest.py), in make test-slow (20 s); make test kills a command's workers with it (below).
 @pytest.mark.serial
 @pytest.mark.slow
 def test_a_study_killed_mid_trial_continues_and_never_counts_that_trial(tmp_path, space_file):
