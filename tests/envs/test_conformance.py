@@ -21,6 +21,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
 from lockstep import assert_same  # tests/lockstep.py
+from tiers import slow_unless  # tests/tiers.py
 
 import gymjax
 from gymjax import envs
@@ -41,8 +42,7 @@ IN_MAKE_TEST = {"JaxCartPole-v0", "JaxPendulum-v0", "JaxHopper-v0", "JaxAnt-v0",
 
 def each_id_in_make_test_or_slow(test):
     """``made`` over every id, those outside ``IN_MAKE_TEST`` marked slow."""
-    params = [pytest.param(i, marks=[] if i in IN_MAKE_TEST else [pytest.mark.slow]) for i in IDS]
-    return pytest.mark.parametrize("made", params, indirect=True)(test)
+    return pytest.mark.parametrize("made", slow_unless(IN_MAKE_TEST, IDS), indirect=True)(test)
 
 
 def reference_id(env_id):

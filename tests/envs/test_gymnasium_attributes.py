@@ -8,6 +8,7 @@ import gymnasium
 import mujoco
 import numpy as np
 import pytest
+from tiers import slow_unless  # tests/tiers.py
 
 import gymjax  # noqa: F401  (registers the ids)
 
@@ -176,8 +177,7 @@ MUJOCO_TASKS = [
 VIEWS_IN_MAKE_TEST = {"JaxAnt-v0", "JaxHopper-v0", "JaxReacher-v0", "JaxInvertedPendulum-v0"}
 
 
-@pytest.mark.parametrize("env_id, reference_id", [
-    pytest.param(*pair, marks=[] if pair[0] in VIEWS_IN_MAKE_TEST else [pytest.mark.slow]) for pair in MUJOCO_TASKS])
+@pytest.mark.parametrize("env_id, reference_id", slow_unless(VIEWS_IN_MAKE_TEST, MUJOCO_TASKS))
 def test_default_view_is_gymnasiums(env_id, reference_id):
     """The first frame, one after the body moved (Gymnasium's free camera stays where it first
     looked, the median of the geoms, at its distance, azimuth and elevation), one after steps."""

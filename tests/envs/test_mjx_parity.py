@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiers import slow_unless  # tests/tiers.py
 
 import gymjax
 from gymjax import envs
@@ -62,8 +63,7 @@ def _states(reference_id, count=3, seed=0):
 IN_MAKE_TEST = ("JaxHalfCheetah-v0",)
 
 
-@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[] if i in IN_MAKE_TEST else [pytest.mark.slow])
-                                    for i in MUJOCO_IDS])
+@pytest.mark.parametrize("env_id", slow_unless(IN_MAKE_TEST, MUJOCO_IDS))
 def test_mjx_one_step_matches_mujoco_c(env_id):
     transitions = {}
     for engine in ("mjx", "mujoco"):

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiers import slow_unless  # tests/tiers.py
 
 import gymjax
 from gymjax import envs
@@ -95,8 +96,7 @@ MUJOCO_IDS = [i for i in envs.registered_ids() if i in envs.CATALOG and envs.spe
 RESETS_IN_MAKE_TEST = {"JaxReacher-v0", "JaxPusher-v0", "JaxHalfCheetah-v0", "JaxHopper-v0", "JaxAnt-v0"}
 
 
-@pytest.mark.parametrize("env_id", [pytest.param(i, marks=[] if i in RESETS_IN_MAKE_TEST else [pytest.mark.slow])
-                                    for i in MUJOCO_IDS])
+@pytest.mark.parametrize("env_id", slow_unless(RESETS_IN_MAKE_TEST, MUJOCO_IDS))
 def test_reset_draws_gymnasiums_distribution(env_id):
     """qpos and qvel after 2,000 resets of ours and of Gymnasium's: the distributions of each
     coordinate, and of the length of each pair of neighbours (a goal's distance from the

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
+from tiers import slow_unless  # tests/tiers.py
 
 import gymjax
 from gymjax import envs
@@ -73,7 +74,7 @@ BIT_CASES = [(i, *[("same_step", False), ("next_step", True)][k % 2]) for k, i i
 # `make test` runs a body with contacts in each mode and the smallest body; the rest (5 to 16 s
 # each on 2 cores) with `-m slow`.
 IN_MAKE_TEST = ("JaxAnt-v0", "JaxInvertedPendulum-v0", "JaxSwimmer-v0")
-BIT_CASES = [pytest.param(*case, marks=[] if case[0] in IN_MAKE_TEST else [pytest.mark.slow]) for case in BIT_CASES]
+BIT_CASES = slow_unless(IN_MAKE_TEST, BIT_CASES)
 
 
 @pytest.mark.parametrize("env_id,mode,randomize", BIT_CASES)
