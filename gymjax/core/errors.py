@@ -11,9 +11,8 @@ on the ``JaxRuntimeError`` they catch.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 MARKER = "gymjax.SimulationError: "
 _FORM = re.compile(re.escape(MARKER) + r"simulations \[([\d, ]*)\] of (\d+): ([^\n]*)")
@@ -44,15 +43,31 @@ def simulation_error(error: BaseException) -> SimulationError | None:
     return SimulationError(ids, found[3].strip(), int(found[2]))
 
 
-@contextlib.contextmanager
-def typed_simulation_errors() -> Iterator[None]:
-    """Raises a :class:`SimulationError` in place of a JAX runtime error that carries one."""
-    import jax  # the callers have started JAX already; importing core must not
+class _TypedSimulationErrors:
+    """A context that raises a :class:`SimulationError` in place of a JAX runtime error that carries
+    one. A class, not a generator: it wraps every step of the host runtime, and entering a
+    ``contextlib.contextmanager`` costs a few microseconds, a tenth of a small env's step."""
 
-    try:
-        yield
-    except jax.errors.JaxRuntimeError as e:
-        typed = simulation_error(e)
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if kind is None:
+            return False
+        import jax  # an error was raised by a caller that has started JAX; importing core must not
+
+        if not issubclass(kind, jax.errors.JaxRuntimeError):
+            return False
+        typed = simulation_error(error)
         if typed is None:
-            raise
-        raise typed from e
+            return False
+        raise typed from error
+
+
+_TYPED = _TypedSimulationErrors()
+
+
+def typed_simulation_errors() -> _TypedSimulationErrors:
+    """``with typed_simulation_errors():`` raises a :class:`SimulationError` in place of a JAX runtime
+    error that carries one."""
+    return _TYPED

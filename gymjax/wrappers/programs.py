@@ -74,7 +74,7 @@ class Packer:
         groups = [
             [jnp.ravel(leaf) for leaf, (g, *_) in zip(leaves, self.layout) if g == i] for i in range(len(self.dtypes))
         ]
-        return tuple(jnp.concatenate(parts) for parts in groups)
+        return tuple(joined(parts) for parts in groups)
 
     def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
         host = [np.array(b) for b in buffers]  # writable copies: users may write into obs
@@ -112,11 +112,38 @@ class StateCodec:
         return cls(shapes) if dtypes and all(d.itemsize in (1, 2, 4, 8) for d in dtypes) else None
 
     def pack(self, tree: Any) -> jax.Array:
-        return jnp.concatenate([_as_words(leaf).ravel() for leaf in jax.tree.leaves(tree)])
+        return joined([_as_words(leaf).ravel() for leaf in jax.tree.leaves(tree)])
 
     def unpack(self, words: jax.Array) -> Any:
         leaves = [_from_words(words[start:start + size], shape, dtype) for start, size, shape, dtype in self.layout]
         return jax.tree.unflatten(self.treedef, leaves)
+
+
+def joined(parts: list[jax.Array]) -> jax.Array:
+    """``jnp.concatenate(parts)`` (1-D parts of one dtype), written on the CPU as a chain of in-place
+    updates of one buffer.
+
+    XLA's CPU runtime runs a program's operations as a graph: when more than eight are ready at
+    once, it hands half of them to its thread pool. A concatenate of a state's dozens of leaves
+    makes them all ready together, and for a host step's tiny operations the handover (a thread
+    woken, a second core waited for) costs more than they do: on 2 cores, more than all the work
+    of Ant's step besides its physics (``benchmarks/results/single.md``). Updates of one buffer
+    conflict, so XLA runs them one after another in the caller's thread, each part's producer fused
+    into its update. On a GPU one concatenate is one kernel where the chain would be many: there it
+    stays.
+    """
+    if len(parts) == 1:
+        return parts[0]
+
+    def chained(*parts):
+        out = jnp.zeros(sum(p.shape[0] for p in parts), parts[0].dtype)
+        start = 0
+        for part in parts:
+            out = jax.lax.dynamic_update_slice(out, part, (start,))
+            start += part.shape[0]
+        return out
+
+    return jax.lax.platform_dependent(*parts, cpu=chained, default=lambda *parts: jnp.concatenate(parts))
 
 
 _UINTS = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32}

@@ -406,6 +406,21 @@ def test_the_state_codec_carries_every_leaf_bit_for_bit():
     assert programs.StateCodec.of(jax.eval_shape(lambda: {"key": jax.random.key(0)})) is None  # typed keys: no bits
 
 
+def test_packing_joins_parts_as_concatenate_does_by_updates_on_the_cpu_and_concatenate_elsewhere():
+    # On the CPU the parts are written into one buffer in turn, so that XLA runs them one after another
+    # instead of handing them to its thread pool; on a GPU one concatenate is one kernel.
+    import jax.numpy as jnp
+
+    parts = [jnp.arange(n, dtype=jnp.float32) * n for n in (3, 1, 5)]
+    joined = jax.jit(lambda *p: programs.joined(list(p)))
+    np.testing.assert_array_equal(joined(*parts), np.concatenate([np.asarray(p) for p in parts]))
+    cpu = joined.trace(*parts).lower().as_text()
+    gpu = joined.trace(*parts).lower(lowering_platforms=("cuda",)).as_text()
+    assert "dynamic_update_slice" in cpu and "concatenate" not in cpu
+    assert "concatenate" in gpu and "dynamic_update_slice" not in gpu
+    assert programs.joined(parts[:1]) is parts[0]
+
+
 def test_a_host_step_keeps_the_state_packed_and_the_same_as_the_pytree_step():
     packed, plain = (session.Session("JaxCartPole-v0", 4) for _ in range(2))
     for s in (packed, plain):
