@@ -285,3 +285,16 @@ def test_importing_the_checkpoints_leaves_logging_as_it_was():
             "import gymjax.trainers.store.checkpoint\n"
             "assert logging.getLogger('absl').filters == before, logging.getLogger('absl').filters\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_an_env_made_and_stepped_imports_no_network_library():
+    """Every process that makes an env (each SubprocVecEnv worker, RLlib env runner, tune trial) paid
+    for importing flax, its linen included, before its first step; the envs' pytrees are gymjax's own
+    (gymjax.core.pytree). A process that trains imports it for its networks."""
+    code = ("import sys, gymnasium, gymjax\n"
+            "for env_id in ('JaxCartPole-v0', 'JaxHopper-v0'):\n"
+            "    env = gymnasium.make(env_id)\n"
+            "    env.reset(seed=0)\n"
+            "    env.step(env.action_space.sample())\n"
+            "assert 'flax' not in sys.modules, sorted(m for m in sys.modules if m.startswith('flax'))\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, env=ENV)

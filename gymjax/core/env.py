@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 import gymnasium
 import jax
 import jax.numpy as jnp
-from flax import struct
+
+from gymjax.core import pytree
 
 Params = TypeVar("Params")
 
@@ -31,7 +32,7 @@ Params = TypeVar("Params")
 STATE_LAYOUT = 3
 
 
-@struct.dataclass
+@pytree.dataclass
 class EpisodeStatistics:
     """The episode in progress (kept by :class:`~gymjax.wrappers.EpisodeWrapper`).
 
@@ -44,7 +45,7 @@ class EpisodeStatistics:
     episode_length: jax.Array
 
 
-@struct.dataclass
+@pytree.dataclass
 class AutoResetState:
     """What :class:`~gymjax.wrappers.AutoReset` keeps per env, batched ``[N]``.
 
@@ -64,7 +65,7 @@ class AutoResetState:
     pending: jax.Array
 
 
-@struct.dataclass
+@pytree.dataclass
 class State:
     """One environment's state, or a batch of them (leading axis ``[N]``).
 
@@ -91,7 +92,7 @@ class State:
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
-    info: dict[str, Any] = struct.field(default_factory=dict)
+    info: dict[str, Any] = pytree.field(default_factory=dict)
     episode: EpisodeStatistics | None = None
     autoreset: AutoResetState | None = None
     randomized: dict[str, jax.Array] | None = None

@@ -13,13 +13,12 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, pytree
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
-@struct.dataclass
+@pytree.dataclass
 class AcrobotParams:
     """Physical constants; every field may be randomized per env.
 
@@ -39,7 +38,7 @@ class AcrobotParams:
     dt: float = 0.2  # seconds per step, one RK4 step
 
 
-@struct.dataclass
+@pytree.dataclass
 class AcrobotState(PhysicsState):
     """The first link's angle from hanging down, the second's relative to the first (rad, wrapped
     to [-pi, pi]), and their rates."""

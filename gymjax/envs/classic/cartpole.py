@@ -12,14 +12,13 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, pytree
 from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
-@struct.dataclass
+@pytree.dataclass
 class CartPoleParams:
     """Physical constants; every field may be randomized per env."""
 
@@ -31,7 +30,7 @@ class CartPoleParams:
     tau: float = 0.02  # seconds per step
 
 
-@struct.dataclass
+@pytree.dataclass
 class CartPoleState(PhysicsState):
     """The cart's position and velocity, the pole's angle from upright (rad) and its rate."""
 

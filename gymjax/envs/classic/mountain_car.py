@@ -11,14 +11,13 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, pytree
 from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
-@struct.dataclass
+@pytree.dataclass
 class MountainCarParams:
     """Physical constants; every field may be randomized per env."""
 
@@ -29,7 +28,7 @@ class MountainCarParams:
     max_position: float = 0.6
 
 
-@struct.dataclass
+@pytree.dataclass
 class MountainCarState(PhysicsState):
     """Both mountain cars' physics: the position along the valley and the velocity (per step)."""
 

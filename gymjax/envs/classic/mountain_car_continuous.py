@@ -14,15 +14,14 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, pytree
 from gymjax.envs import options
 from gymjax.envs.classic.mountain_car import fresh_state, move, reset_physics, state_box
 from gymjax.envs.classic.state import LAYOUT
 
 
-@struct.dataclass
+@pytree.dataclass
 class MountainCarContinuousParams:
     """Physical constants; every field may be randomized per env."""
 

@@ -9,14 +9,13 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, pytree
 from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
-@struct.dataclass
+@pytree.dataclass
 class PendulumParams:
     """Physical constants; every field may be randomized per env."""
 
@@ -28,7 +27,7 @@ class PendulumParams:
     max_torque: float = 2.0
 
 
-@struct.dataclass
+@pytree.dataclass
 class PendulumState(PhysicsState):
     """The angle from upright (rad, not wrapped) and its rate."""
 

@@ -14,9 +14,8 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from gymjax.core import Env, State
+from gymjax.core import Env, State, pytree
 from gymjax.envs.external.base import box, float32_info, require
 
 # gymnax 1.0.1 declares gymnasium<1.4 for its own Gymnasium wrappers, which gymjax does not use:
@@ -24,7 +23,7 @@ from gymjax.envs.external.base import box, float32_info, require
 INSTALL = "pip install 'gymjax[gymnax]' && pip install --no-deps 'gymnax>=1.0.1'"
 
 
-@struct.dataclass
+@pytree.dataclass
 class GymnaxState:
     """The source's state and the key its steps draw from (a gymnax step takes a key)."""
 

@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from flax import struct
+
+from gymjax.core import pytree
 
 # What an env's physics state holds between steps: Gymnasium keeps all of it in
 # its MjData. The warm start makes the solver's first guess the same as there.
@@ -37,7 +38,7 @@ KINEMATIC_FIELDS = frozenset({
 POST_CONSTRAINT_FIELDS = frozenset({"cacc", "cfrc_int", "cfrc_ext"})
 
 
-@struct.dataclass
+@pytree.dataclass
 class HostData:
     """Physics state of the ``"mujoco"`` engine; :func:`gymjax.envs.mujoco.base.field` reads it
     like an ``mjx.Data``.
