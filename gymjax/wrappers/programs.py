@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gymjax.core import Env, EpisodeStatistics, State
+from gymjax.core import Env, EpisodeStatistics, State, prng
 from gymjax.core.memory import available_bytes, host_available_bytes, refuse_if_short, tree_bytes
 from gymjax.core.platform import device_for
 from gymjax.wrappers.options import SessionOptions
@@ -225,7 +225,7 @@ class Program:
         env's: its one key, as it keeps it, so that a reset runs no JAX operation outside this program)."""
         low, high = seeds[:, 0], seeds[:, 1]
         keyed = jax.vmap(jax.random.PRNGKey)(low)
-        folded = jax.vmap(jax.random.fold_in)(keyed, high)
+        folded = jax.vmap(prng.fold_in)(keyed, high)
         keyed = jnp.where((high != 0)[:, None], folded, keyed)
         keys = jnp.where(given[:, None], keyed, stream)
         if self.batched:

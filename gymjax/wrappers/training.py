@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gymjax.core import AutoResetState, Env, EpisodeStatistics, State, Wrapper, field_names, with_fields
+from gymjax.core import AutoResetState, Env, EpisodeStatistics, State, Wrapper, field_names, prng, with_fields
 from gymjax.core import where as _where
 
 
@@ -41,7 +41,7 @@ def next_reset_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     The one rule every reset in gymjax follows, so a single env seeded ``s`` and
     env ``i`` of a vector env seeded ``s - i`` draw the same episodes.
     """
-    keep, use = jax.random.split(key)
+    keep, use = prng.split(key)
     return keep, use
 
 
@@ -271,7 +271,7 @@ class DomainRandomization(Wrapper):
     def reset(self, key, params=None):
         if params is not None:
             raise ValueError("DomainRandomization draws its own params; do not pass params")
-        key_params, key_env = jax.random.split(key)
+        key_params, key_env = prng.split(key)
         randomized = self.draw(key_params)
         return self.env.reset(key_env, self._params(randomized)).replace(randomized=randomized)
 
@@ -292,7 +292,7 @@ class DomainRandomization(Wrapper):
         state's. And the key the env's own reset takes, as :meth:`reset` splits it."""
         if params is not None:
             raise ValueError("DomainRandomization draws its own params; do not pass params")
-        key_params, key_env = jax.random.split(key)
+        key_params, key_env = prng.split(key)
         return _where(reset, self.draw(key_params), state.randomized), key_env
 
     def _params(self, randomized: dict[str, jax.Array]):

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gymjax.core import Env, State, pytree
+from gymjax.core import Env, State, prng, pytree
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
 
@@ -82,7 +82,7 @@ class Acrobot(Env[AcrobotParams]):
         return AcrobotParams().dt
 
     def reset(self, key, params=None):
-        return self.reset_to(jax.random.uniform(key, (4,), jnp.float32, -0.1, 0.1))
+        return self.reset_to(prng.uniform(key, (4,), jnp.float32, -0.1, 0.1))
 
     def reset_to(self, physics: jax.Array) -> State:
         """A fresh state at Gymnasium's ``state = [theta1, theta2, dtheta1, dtheta2]``."""

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gymjax.core import Env, State, pytree
+from gymjax.core import Env, State, prng, pytree
 from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
@@ -66,7 +66,7 @@ class CartPole(Env[CartPoleParams]):
         return CartPoleParams().tau
 
     def reset(self, key, params=None):
-        return self.reset_to(jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05))
+        return self.reset_to(prng.uniform(key, (4,), jnp.float32, -0.05, 0.05))
 
     def reset_to(self, physics: jax.Array) -> State:
         """A fresh state at Gymnasium's ``state = [x, x_dot, theta, theta_dot]``."""

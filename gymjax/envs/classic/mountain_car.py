@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gymjax.core import Env, State, pytree
+from gymjax.core import Env, State, prng, pytree
 from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
@@ -38,7 +38,7 @@ class MountainCarState(PhysicsState):
 
 def reset_physics(key: jax.Array) -> jax.Array:
     """Gymnasium's start for both mountain cars: position uniform on [-0.6, -0.4], at rest."""
-    position = jax.random.uniform(key, (), jnp.float32, -0.6, -0.4)
+    position = prng.uniform(key, (), jnp.float32, -0.6, -0.4)
     return jnp.stack([position, jnp.float32(0.0)])
 
 

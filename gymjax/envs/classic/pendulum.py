@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gymjax.core import Env, State, pytree
+from gymjax.core import Env, State, prng, pytree
 from gymjax.envs import options
 from gymjax.envs.classic.state import LAYOUT, PhysicsState, first_state
 
@@ -62,7 +62,7 @@ class Pendulum(Env[PendulumParams]):
 
     def reset(self, key, params=None):
         high = jnp.array([jnp.pi, 1.0], jnp.float32)
-        return self.reset_to(jax.random.uniform(key, (2,), jnp.float32, -high, high))
+        return self.reset_to(prng.uniform(key, (2,), jnp.float32, -high, high))
 
     def reset_to(self, physics: jax.Array) -> State:
         """A fresh state at Gymnasium's ``state = [theta, theta_dot]``."""

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from gymjax.core import Env, State, where_env
+from gymjax.core import Env, State, prng, where_env
 from gymjax.core.platform import platform
 from gymjax.envs import options
 from gymjax.envs.mujoco import engine as engines
@@ -206,10 +206,10 @@ def rejection_sample(key: jax.Array, draw, accept) -> jax.Array:
 
     def again(carry):
         key, _ = carry
-        key, sub = jax.random.split(key)
+        key, sub = prng.split(key)
         return key, draw(sub)
 
-    key, sub = jax.random.split(key)
+    key, sub = prng.split(key)
     _, sample = jax.lax.while_loop(lambda carry: ~accept(carry[1]), again, (key, draw(sub)))
     return sample
 
@@ -370,7 +370,7 @@ class MujocoEnv(Env["mjx.Model"]):  # MJX is imported on first use (engine/mjx.p
 
     def initial_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(qpos, qvel)`` of a reset: Gymnasium's ``reset_model`` draw around init_qpos/init_qvel."""
-        key_pos, key_vel = jax.random.split(key)
+        key_pos, key_vel = prng.split(key)
         qpos = self.init_qpos + self._noise(key_pos, self.reset_noise[0], self.mj_model.nq)
         qvel = self.init_qvel + self._noise(key_vel, self.reset_noise[1], self.mj_model.nv)
         return qpos, qvel
@@ -378,8 +378,8 @@ class MujocoEnv(Env["mjx.Model"]):  # MJX is imported on first use (engine/mjx.p
     def _noise(self, key: jax.Array, kind: str, size: int) -> jax.Array:
         scale = self.reset_noise_scale
         if kind == "normal":
-            return scale * jax.random.normal(key, (size,), jnp.float32)
-        return jax.random.uniform(key, (size,), jnp.float32, -scale, scale)
+            return scale * prng.normal(key, (size,), jnp.float32)
+        return prng.uniform(key, (size,), jnp.float32, -scale, scale)
 
     # -- The same for every task
 

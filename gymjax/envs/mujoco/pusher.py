@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import mujoco
 
+from gymjax.core import prng
 from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, control_cost, field, rejection_sample
 
@@ -52,16 +52,16 @@ class Pusher(MujocoEnv):
         self.observation_space = self.observation_box(23)
 
     def initial_state(self, key):
-        key_cylinder, key_vel = jax.random.split(key)
+        key_cylinder, key_vel = prng.split(key)
         goal = jnp.zeros(2, jnp.float32)
         low, high = jnp.array([-0.3, -0.2], jnp.float32), jnp.array([0.0, 0.2], jnp.float32)
         cylinder = rejection_sample(
             key_cylinder,
-            lambda k: jax.random.uniform(k, (2,), jnp.float32, low, high),
+            lambda k: prng.uniform(k, (2,), jnp.float32, low, high),
             lambda c: jnp.linalg.norm(c - goal) > 0.17,
         )
         qpos = jnp.asarray(self.init_qpos).at[-4:-2].set(cylinder).at[-2:].set(goal)
-        qvel = self.init_qvel + jax.random.uniform(key_vel, (self.mj_model.nv,), jnp.float32, -0.005, 0.005)
+        qvel = self.init_qvel + prng.uniform(key_vel, (self.mj_model.nv,), jnp.float32, -0.005, 0.005)
         return qpos, qvel.at[-4:].set(0.0)
 
     def outcome(self, before, after, action):

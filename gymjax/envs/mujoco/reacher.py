@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import mujoco
 
+from gymjax.core import prng
 from gymjax.envs import options
 from gymjax.envs.mujoco.base import MujocoEnv, control_cost, field, rejection_sample
 
@@ -50,15 +50,15 @@ class Reacher(MujocoEnv):
         self.observation_space = self.observation_box(10)
 
     def initial_state(self, key):
-        key_pos, key_goal, key_vel = jax.random.split(key, 3)
+        key_pos, key_goal, key_vel = prng.split(key, 3)
         m = self.mj_model
-        qpos = self.init_qpos + jax.random.uniform(key_pos, (m.nq,), jnp.float32, -0.1, 0.1)
+        qpos = self.init_qpos + prng.uniform(key_pos, (m.nq,), jnp.float32, -0.1, 0.1)
         goal = rejection_sample(
             key_goal,
-            lambda k: jax.random.uniform(k, (2,), jnp.float32, -0.2, 0.2),
+            lambda k: prng.uniform(k, (2,), jnp.float32, -0.2, 0.2),
             lambda goal: jnp.linalg.norm(goal) < 0.2,
         )
-        qvel = self.init_qvel + jax.random.uniform(key_vel, (m.nv,), jnp.float32, -0.005, 0.005)
+        qvel = self.init_qvel + prng.uniform(key_vel, (m.nv,), jnp.float32, -0.005, 0.005)
         return qpos.at[-2:].set(goal), qvel.at[-2:].set(0.0)
 
     def _to_target(self, data):
