@@ -264,6 +264,10 @@ class Session:
         self.restarted = np.zeros(self.num_envs, bool)
         self._ended = np.zeros(self.num_envs, bool)  # next-step mode: ended at the last step
         self._packed = None  # the last step's results, packed for fetch()
+        # What a reset that seeds no env passes (read-only: the same arrays every time).
+        self._no_seeds = (np.zeros((self.num_envs, 2), np.uint32), np.zeros(self.num_envs, bool))
+        for array in self._no_seeds:
+            array.flags.writeable = False
 
     def _use(self, program: Program) -> None:
         self._program = program
@@ -339,8 +343,11 @@ class Session:
         ``packed``: keep the state in one buffer, for callers that step with ``host=True`` and read
         the state rarely; a caller reading it on the device every step (the torch adapters, whose
         tensors alias its arrays) passes False."""
-        words, given = batch_seed_words(seed, self.num_envs)
         stream = self._stream()
+        if seed is None and stream is not None:  # every env continues its stream: no seed to make
+            words, given = self._no_seeds
+        else:
+            words, given = batch_seed_words(seed, self.num_envs)
         if stream is None:  # the first reset: unseeded envs start a random stream
             stream, given = np.zeros(stream_shape(self.num_envs, self.batched), np.uint32), np.ones_like(given)
         with typed_simulation_errors():  # a MuJoCo error names its envs (gymjax.core.errors)
