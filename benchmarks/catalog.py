@@ -707,7 +707,7 @@ def markdown(record: dict) -> list[str]:
         "## Where the time goes",
         "",
         (
-            "Where a stack is below its bar (issue 42's: the VectorEnv at 0.8 x EnvPool at N=16 and 1 x at "
+            "Where a stack is below its bar (issue 49's: the VectorEnv at 0.8 x EnvPool at N=16 and 1 x at "
             "N=256, the in-jit stack at 1 x EnvPool's xla() where it runs; the in-jit stack's other bar, within 10% "
             "of the batch ceiling at N=256, is the table's in jit / ceiling column), its gap to the peer split "
             "by layer from the medians "
