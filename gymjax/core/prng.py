@@ -1,20 +1,23 @@
 """``jax.random``'s ``split``, ``fold_in``, ``uniform`` and ``normal`` on raw ``uint32[..., 2]``
-keys: the same numbers, computed without a loop.
+keys: the same numbers, computed without a loop where traced in :func:`unrolled`.
 
 On the CPU, JAX lowers each Threefry hash as a five-iteration ``while`` loop (to keep compile times
 short), and XLA's CPU runtime pays for every iteration, more so inside the branch auto-reset takes
 when some env of a batch ends: with sixteen pendulums, such a step cost about a quarter more than
 one where none ended (``benchmarks/results/catalog.md`` has the batch's figures). Here the hash is
-written out round by round in array operations, which XLA fuses into one kernel, and handed to
-``jax.random`` as a PRNG implementation of its own (``jax.extend.random.define_prng_impl``), so that
-every bit is ``jax.random``'s: a seed draws the episodes it drew before (``tests/test_core_prng.py``
-compares them). With ``jax_threefry_partitionable`` off (not JAX's default), whose bit layout this
-does not write, the functions are ``jax.random``'s own.
+written out round by round in array operations, which XLA fuses, and handed to ``jax.random`` as a
+PRNG implementation of its own (``jax.extend.random.define_prng_impl``), so that every bit is
+``jax.random``'s: a seed draws the episodes it drew before (``tests/test_core_prng.py`` compares
+them). With ``jax_threefry_partitionable`` off (not JAX's default), whose bit layout this does not
+write, and outside :func:`unrolled`, the functions are ``jax.random``'s own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -78,9 +81,30 @@ _IMPL = jax.extend.random.define_prng_impl(
 )  # fmt: skip
 
 
+_tracing = threading.local()
+
+
+@contextlib.contextmanager
+def unrolled() -> Iterator[None]:
+    """Within it, the functions below trace the hash written out; outside, ``jax.random``'s loop.
+
+    The batch's auto-reset traces its draws in it: there the loop cost most (inside the branch a
+    step takes when an env ends) and, vmapped, compiled slower than the written-out hash. A single
+    env's reset program is left to JAX: its few scalar draws chain, and XLA copies a chain of
+    written-out hashes into every fusion that reads it, which compiled a second slower."""
+    before = getattr(_tracing, "on", False)
+    _tracing.on = True
+    try:
+        yield
+    finally:
+        _tracing.on = before
+
+
 def _ours(key: jax.Array) -> bool:
-    """Whether ``key`` is a raw key this module computes for (else ``jax.random`` does)."""
-    return jax.config.jax_threefry_partitionable and not jnp.issubdtype(jnp.result_type(key), jax.dtypes.prng_key)
+    """Whether this module computes for ``key`` (else ``jax.random`` does): a raw key, traced in
+    :func:`unrolled`, with JAX's default bit layout."""
+    return (getattr(_tracing, "on", False) and jax.config.jax_threefry_partitionable
+            and not jnp.issubdtype(jnp.result_type(key), jax.dtypes.prng_key))
 
 
 def _typed(key: jax.Array) -> jax.Array:

@@ -365,11 +365,16 @@ class AutoReset(Wrapper):
         self.mode = AutoResetMode.of(mode)
 
     def reset(self, keys, params=None):
-        keep, use = jax.vmap(next_reset_key)(keys)
-        state = self.env.reset(use, params)
+        with prng.unrolled():  # the batch's draws, written out (gymjax.core.prng)
+            keep, use = jax.vmap(next_reset_key)(keys)
+            state = self.env.reset(use, params)
         return self._record(state, state, keep, jnp.zeros(state.reward.shape, bool))
 
     def step(self, state, action, params=None):
+        with prng.unrolled():
+            return self._step(state, action, params)
+
+    def _step(self, state, action, params):
         keys, pending = state.autoreset.key, state.autoreset.pending
         inner = state.replace(autoreset=None)
         if self.mode is AutoResetMode.NEXT_STEP:
