@@ -11,7 +11,7 @@ For each registered id whose reference is a Gymnasium MuJoCo ``*-v5`` (new ids a
    the load average before and after each block and after each round:
 
    - gymjax VectorEnv: ``gymnasium.make_vec(id, num_envs=N, engine="mujoco")`` (the native
-     engine inside jit, NumPy out, same-step auto-reset);
+     engine inside jit, NumPy out, next-step auto-reset: make_vec's default, and EnvPool's);
    - gymjax in jit: ``jax.jit`` of a ``lax.scan`` over ``--unroll`` steps of
      ``wrap_for_training(gymjax.make(id, engine="mujoco"))``, random actions drawn inside the jit,
      auto-reset included: what the PPO trainer steps (:func:`benchmarks.throughput.training_scan`);
@@ -286,7 +286,8 @@ def run_task(env_id: str, args: argparse.Namespace, tasks: dict) -> None:
         entry["skipped"]["EnvPool"] = "envpool is not installed, or has no " + spec.reference_id
     for n in args.sizes:
         builders = {
-            "gymjax VectorEnv": lambda n=n: vector_env(n, env_id, engine="mujoco"),
+            # make_vec's default mode, which is EnvPool's too: an ended env resets at its next step.
+            "gymjax VectorEnv": lambda n=n: vector_env(n, env_id, "next_step", engine="mujoco"),
             "gymjax in jit": lambda n=n: training_scan(n, env_id, args.unroll, engine="mujoco"),
         }
         if task is not None:
@@ -629,7 +630,8 @@ def summary(record: dict) -> list[str]:
 
 STACK_NOTES = (
     'gymjax VectorEnv: `gymnasium.make_vec(id, N, engine="mujoco")` (the native engine: MuJoCo\'s batch '
-    "engine through one XLA FFI call per batched step; same-step auto-reset, NumPy out). "
+    "engine through one XLA FFI call per batched step; next-step auto-reset, make_vec's default and "
+    "EnvPool's; NumPy out). "
     "gymjax in jit: `jax.jit` of a `lax.scan` over {unroll} steps of "
     '`wrap_for_training(gymjax.make(id, engine="mujoco"))`, random actions drawn inside the jit, auto-reset '
     "included: what the PPO trainer steps. EnvPool: `envpool.make_gymnasium` of the same `*-v5` task, "

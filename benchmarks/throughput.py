@@ -109,13 +109,13 @@ def jax_raw_step(n: int, **options) -> common.Stepper:
     return jitted_rollout(env, n, action_cycle(env.action_space, n), env.close)
 
 
-def vector_env(n: int, env_id: str = "JaxAnt-v0", **options) -> common.Stepper:
-    """``gymnasium.make_vec(env_id)``: gymjax's VectorEnv, NumPy in and out, same-step auto-reset."""
+def vector_env(n: int, env_id: str = "JaxAnt-v0", autoreset_mode: str = "same_step", **options) -> common.Stepper:
+    """``gymnasium.make_vec(env_id)``: gymjax's VectorEnv, NumPy in and out, ``autoreset_mode``'s auto-reset."""
     import gymnasium
 
     import gymjax  # noqa: F401  (registers the ids)
 
-    env = gymnasium.make_vec(env_id, num_envs=n, autoreset_mode="same_step", **options)
+    env = gymnasium.make_vec(env_id, num_envs=n, autoreset_mode=autoreset_mode, **options)
     env.reset(seed=0)
     action = action_cycle(env.single_action_space, n)
     return common.Stepper(lambda: env.step(action()), n, env.close)
