@@ -305,8 +305,10 @@ def plot(record: dict, path: pathlib.Path) -> None:
         e = tasks[i]
         colors.append("tab:gray" if e["target"] is None else "tab:green" if e["ratio"] >= e["target"] else "tab:red")
     ax.barh([_short(i) for i in ids], [tasks[i]["ratio"] for i in ids], color=colors)
-    ax.axvline(0.5, color="k", linestyle="--", linewidth=1, label="0.5: every MuJoCo task's target")
-    ax.axvline(1.0, color="k", linestyle="-", linewidth=1, label="1.0: Ant, Humanoid, HumanoidStandup's target")
+    ax.axvline(MUJOCO_TARGET, color="k", linestyle="--", linewidth=1,
+               label=f"{MUJOCO_TARGET}: every MuJoCo task's target")
+    heavy = max(TARGETS.values())
+    ax.axvline(heavy, color="k", linestyle="-", linewidth=1, label=f"{heavy}: Ant, Humanoid, HumanoidStandup's target")
     ax.invert_yaxis()
     ax.set_xlabel("steps/s of gymnasium.make(id) / gymnasium.make(reference) (median); gray: no target")
     ax.set_title(
