@@ -25,6 +25,9 @@ def test_every_draw_is_jax_randoms_bit_for_bit(raw_keys):
             np.testing.assert_array_equal(prng.normal(key, shape), jax.random.normal(key, shape))
         for data in (0, 7, 2**31 + 5):
             np.testing.assert_array_equal(prng.fold_in(key, data), jax.random.fold_in(key, data))
+    for seed in (0, 7, -3, 2**31 - 1):  # the implementation's own seeding, as PRNGKey's
+        np.testing.assert_array_equal(jax.random.key_data(jax.random.key(seed, impl=prng._IMPL)),
+                                      jax.random.PRNGKey(seed))
 
 
 def test_a_batch_of_draws_compiles_without_a_loop_where_unrolled_and_matches(raw_keys):

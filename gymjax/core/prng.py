@@ -53,9 +53,11 @@ def _counters(shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
 def _seed(seed: jax.Array) -> jax.Array:
     """``jax.random.PRNGKey(seed)``'s data: the seed's high and low 32 bits."""
     seed = jnp.asarray(seed)
-    if seed.dtype.itemsize == 8:
-        return jnp.stack([(seed >> 32).astype(jnp.uint32), (seed & np.uint64(0xFFFFFFFF)).astype(jnp.uint32)])
-    return jnp.stack([jnp.zeros((), jnp.uint32), jax.lax.convert_element_type(seed, jnp.uint32)])
+    low = jax.lax.convert_element_type(seed, jnp.uint32)  # the low 32 bits, as JAX's conversion keeps them
+    if seed.dtype.itemsize < 8:
+        return jnp.stack([jnp.zeros((), jnp.uint32), low])
+    high = jax.lax.shift_right_logical(seed, jnp.asarray(32, seed.dtype))  # as JAX's: negative seeds too
+    return jnp.stack([jax.lax.convert_element_type(high, jnp.uint32), low])
 
 
 def _split(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
