@@ -172,6 +172,29 @@ def test_an_unstable_simulation_warns_naming_it():
     assert np.isfinite(np.asarray(stepped.obs)).all()  # MuJoCo reset the unstable one, as in Gymnasium
 
 
+@pytest.mark.parametrize("n", [1, 4])  # one env runs on the caller's thread, a batch on MuJoCo's pool
+def test_mujocos_stage_timers_pause_during_a_call_and_come_back(n):
+    """The engine's steps read no clock (MuJoCo's timer callback is paused while a call runs), and
+    the callback a user set is theirs again after it: their own simulations still time their stages."""
+    reads = []
+    mujoco.set_mjcb_time(lambda: float(len(reads.append(0) or reads)))
+    try:
+        env = gymjax.make("JaxHopper-v0", engine="mujoco")
+        state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
+        step = jax.jit(jax.vmap(env.step))
+        jax.block_until_ready(step(state, jnp.zeros((n, 3))))  # compiled, and stepped once
+        reads.clear()
+        for _ in range(3):
+            state = jax.block_until_ready(step(state, jnp.zeros((n, 3))))
+        assert reads == []
+        xml = "<mujoco><worldbody><body><freejoint/><geom size='1'/></body></worldbody></mujoco>"
+        model = mujoco.MjModel.from_xml_string(xml)
+        mujoco.mj_step(model, mujoco.MjData(model))
+        assert reads  # a simulation of the user's own, stepped after the engine's calls
+    finally:
+        mujoco.set_mjcb_time(None)
+
+
 def test_a_pickled_env_steps_the_same_in_a_new_process(tmp_path):
     """The native engine is registered anew where an env is unpickled, never copied."""
     env = gymjax.make("JaxHalfCheetah-v0", engine="mujoco")

@@ -379,6 +379,35 @@ void Output(const Engine& e, const Slot& s, int i, uint32_t* out, bool zero_post
   }
 }
 
+// MuJoCo times every stage of every mj_step through the process-wide mjcb_time, which MuJoCo's Python
+// bindings set when imported: for a small model the clock reads cost a fifth to half of the physics
+// (InvertedDoublePendulum and InvertedPendulum, profiled; EnvPool's own MuJoCo runs without them). No
+// one reads the timers of the engine's data, so while any call runs the callback is paused (a count:
+// calls on several threads overlap), and the last call to end puts back what the first found, unless
+// the callback was set again meanwhile. A simulation the user steps on another thread at that moment
+// records no stage times: the one effect outside the engine (docs/design.md).
+class TimersPaused {
+ public:
+  TimersPaused() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (users_++ == 0) {
+      saved_ = mjcb_time;
+      mjcb_time = nullptr;
+    }
+  }
+  ~TimersPaused() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--users_ == 0 && mjcb_time == nullptr) mjcb_time = saved_;
+  }
+  TimersPaused(const TimersPaused&) = delete;
+  TimersPaused& operator=(const TimersPaused&) = delete;
+
+ private:
+  static inline std::mutex mutex_;
+  static inline int users_ = 0;
+  static inline mjfTime saved_ = nullptr;
+};
+
 // One batched call. `state`/`ctrl`: the rows to step (null: none); `reset`: which rows reset instead
 // (null: none, or all when state is null); `qpos`/`qvel`: the resets' states.
 ffi::Error Call(Engine* e, uint64_t fields, int64_t n, const uint32_t* state, const float* ctrl,
@@ -414,6 +443,7 @@ ffi::Error Call(Engine* e, uint64_t fields, int64_t n, const uint32_t* state, co
   e->stepped += stepping.size();
   e->reset += resetting.size();
   int nfail = 0;
+  TimersPaused paused;
   if (status.success() && !stepping.empty()) {
     for (int i : stepping) {
       double* row = mjb_state(s.batch) + static_cast<size_t>(i) * s.nrow;
