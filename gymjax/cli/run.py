@@ -59,6 +59,15 @@ def _optional_int(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected an integer or 'none', got {text!r}") from None
 
 
+def _optional_float(text: str) -> float | None:
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+
+
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
     """A flag for every PPOConfig field (``train`` and ``tune`` take the same ones)."""
     hints = typing.get_type_hints(PPOConfig)
@@ -78,6 +87,8 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
             kwargs["choices"] = typing.get_args(hint)
         elif hint in (int, float):
             kwargs["type"] = hint
+        elif hint == float | None:
+            kwargs["type"], kwargs["metavar"] = _optional_float, "X|none"
         else:  # int | None
             kwargs["type"], kwargs["metavar"] = _optional_int, "N|none"
         group.add_argument(flag, **kwargs)

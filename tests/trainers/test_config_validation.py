@@ -29,6 +29,9 @@ BAD = [
     ("num_envs", 8.0, "num_envs must be an int > 0, got 8.0 (float)"),
     ("unroll_length", 0, "unroll_length must be an int > 0, got 0"),
     ("episode_length", 0, "episode_length must be an int > 0 or None, got 0"),
+    ("target_kl", 0.0, "target_kl must be a real number > 0 or None, got 0.0"),
+    ("target_kl", -0.01, "target_kl must be a real number > 0 or None, got -0.01"),
+    ("target_kl", float("inf"), "target_kl must be a real number > 0 or None, got inf"),
     ("num_evals", -1, "num_evals must be an int >= 0"),
     ("max_to_keep", 0, "max_to_keep must be an int > 0 or None"),
     ("epoch_iterations", 0, "epoch_iterations must be an int > 0 or None"),
@@ -120,6 +123,7 @@ GUARDED_CHANGES = [
     ("seed", 7),
     ("normalize_rewards", True),
     ("gamma", 0.9),
+    ("target_kl", 0.02),
 ]
 
 

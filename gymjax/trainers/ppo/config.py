@@ -106,6 +106,12 @@ class PPOConfig:
     lr_schedule: Literal["constant", "linear"] = _field("constant", "learning-rate schedule: constant | linear (to 0)")
     max_grad_norm: float = _field(0.5, "global gradient-norm clip (0 or less: no clipping)", check="finite")
     clip_epsilon: float = _field(0.2, "PPO ratio clip", check="positive")
+    target_kl: float | None = _field(
+        None,
+        "skip the rest of an iteration's SGD steps from the first minibatch whose approximate KL to the "
+        "acting policy exceeds 1.5 * target_kl, as SB3's target_kl (None: never)",
+        check="positive",
+    )
     entropy_cost: float = _field(1e-3, "entropy bonus weight", check="nonnegative")
     value_loss_coef: float = _field(
         0.25,

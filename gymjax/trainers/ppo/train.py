@@ -50,6 +50,24 @@ ProgressFn = Callable[[int, Metrics], None]
 PolicyParamsFn = Callable[[int, Callable[..., Any], PolicyParams], None]
 
 
+def _unless(stop: jax.Array, old, new):
+    """``old`` where ``stop``, else ``new``, leaf by leaf."""
+    return jax.tree.map(lambda o, n: jnp.where(stop, o, n), old, new)
+
+
+def _skip_step(stop: jax.Array, old: optax.OptState, new: optax.OptState) -> optax.OptState:
+    """The optimizer state after a step that ``stop`` may have skipped. Adam's moments and step
+    count stay as they were, as torch's Adam when ``step()`` is not called; a schedule's count
+    moves on, so the learning rate follows the run's planned SGD steps (SB3's schedule follows its
+    progress through the env steps) and still reaches its end where planned."""
+    return jax.tree.map(
+        lambda o, n: n if isinstance(n, optax.ScaleByScheduleState) else _unless(stop, o, n),
+        old,
+        new,
+        is_leaf=lambda x: isinstance(x, optax.ScaleByScheduleState),
+    )
+
+
 class TrainingDiverged(FloatingPointError):
     """The loss or the parameters stopped being finite; the last good checkpoint is kept."""
 
@@ -224,12 +242,24 @@ class PPOTrainer:
             return ppo_loss(params.replace(policy=policy, value=value), self.networks, batch, key, c)
 
         def step(carry, batch):
-            trainable, opt_state, key = carry
+            trainable, opt_state, key, *stopped = carry  # stopped: with a target_kl only
             key, loss_key = jax.random.split(key)
             grads, metrics = jax.grad(loss_fn, has_aux=True)(trainable, batch, loss_key)
-            grads = pmean_tree(grads)  # the only all-reduce of an SGD step; metrics wait for the epoch's
-            updates, opt_state = self.optimizer.update(grads, opt_state, trainable)
-            return (optax.apply_updates(trainable, updates), opt_state, key), metrics
+            if c.target_kl is None:
+                grads = pmean_tree(grads)  # the only all-reduce of an SGD step; metrics wait for the epoch's
+                updates, opt_state = self.optimizer.update(grads, opt_state, trainable)
+                return (optax.apply_updates(trainable, updates), opt_state, key), metrics
+            # The KL rides the gradients' all-reduce: every device takes the same decision, in one round trip.
+            grads, kl = pmean_tree((grads, metrics["losses/approx_kl"]))
+            stop = stopped[0] | (kl > 1.5 * c.target_kl)  # SB3's margin, and its strict >
+            updates, new_opt_state = self.optimizer.update(grads, opt_state, trainable)
+            trainable = _unless(stop, trainable, optax.apply_updates(trainable, updates))
+            opt_state = _skip_step(stop, opt_state, new_opt_state)
+            # SB3 computes the losses up to the minibatch that stops it, none after: the epoch's
+            # means weigh only those, and the applied steps are counted apart.
+            metrics["evaluated"] = ~stopped[0]
+            metrics["losses/sgd_steps_applied"] = ~stop
+            return (trainable, opt_state, key, stop), metrics
 
         def one_pass(carry, key):
             order = jax.random.permutation(key, data.obs.shape[0])
@@ -238,11 +268,19 @@ class PPOTrainer:
 
         key, pass_key = jax.random.split(key)
         carry = ((params.policy, params.value), opt_state, key)
-        (trainable, opt_state, _), metrics = jax.lax.scan(
+        if c.target_kl is not None:
+            carry += (jnp.array(False),)
+        (trainable, opt_state, *_), metrics = jax.lax.scan(
             one_pass, carry, jax.random.split(pass_key, c.update_epochs)
         )
         params = params.replace(policy=trainable[0], value=trainable[1])
-        return params, opt_state, {k: v.mean() for k, v in metrics.items()}
+        if c.target_kl is None:
+            return params, opt_state, {k: v.mean() for k, v in metrics.items()}
+        evaluated = metrics.pop("evaluated")
+        applied = metrics.pop("losses/sgd_steps_applied")
+        means = {k: jnp.where(evaluated, v, 0).sum() / evaluated.sum() for k, v in metrics.items()}
+        means["losses/sgd_steps_applied"] = applied.mean(dtype=jnp.float32)
+        return params, opt_state, means
 
     # -- evaluation ------------------------------------------------------------------
 
