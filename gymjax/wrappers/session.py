@@ -40,8 +40,8 @@ from gymjax.wrappers.programs import (
     Program,
     StepView,
     cached_program,
+    compiled,
     keep_program,
-    on_device,
     program_key,
     stack,
     stream_shape,
@@ -432,7 +432,7 @@ class Session:
                 f"expected qpos of shape ({nq},) and qvel of shape ({nv},), got {qpos.shape} and {qvel.shape}"
             )
         if self._set_state is None:
-            self._set_state = on_device(self._program.device, jax.jit(self._reset_to))
+            self._set_state = compiled(self._program.device, self._reset_to)
         previous = self.state
         randomized = None if previous is None else previous.randomized
         episode = None if previous is None else previous.episode
