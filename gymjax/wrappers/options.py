@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from typing import Any
 
 import gymnasium
@@ -110,7 +111,7 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
                 f"expected {_what(space, batch)}: integers in [{space.start}, {space.start + space.n}), "
                 f"got {array!r}"
             )
-    elif not np.isfinite(array).all() or _past_float_range(array, space.dtype):
+    elif not _all_finite(array) or _past_float_range(array, space.dtype):
         held = (
             f" within {space.dtype}'s range (|x| <= {np.finfo(space.dtype).max:.4g})" if space.dtype.kind == "f" else ""
         )
@@ -122,6 +123,17 @@ def check_action(space: gymnasium.spaces.Space, action: Any, batch: int | None =
 
 def _what(space: gymnasium.spaces.Space, batch: int | None) -> str:
     return f"{space}" if batch is None else f"a batch of {batch} actions from {space}"
+
+
+def _all_finite(array: np.ndarray) -> bool:
+    """Whether no value of ``array`` is NaN or inf. A ufunc's fixed cost (2-3 µs) is most of what
+    checking one env's action costs, a tenth of a small task's whole step: a few values are read
+    one by one instead."""
+    if array.dtype.kind != "f":
+        return True
+    if array.size <= 32:
+        return all(map(math.isfinite, array.ravel().tolist()))
+    return bool(np.isfinite(array).all())
 
 
 def _past_float_range(array: np.ndarray, dtype: np.dtype) -> bool:

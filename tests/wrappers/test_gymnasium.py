@@ -309,6 +309,17 @@ def test_bad_actions_are_clear_errors(ant_env, bad, message):
     assert "Box(-1.0, 1.0, (8,), float32)" in str(err.value)
 
 
+@pytest.mark.parametrize("num_envs", [4, 40])  # a few values are read one by one, many by a ufunc
+def test_a_nan_in_a_batch_of_actions_is_refused(num_envs):
+    vec = gymnasium.make_vec("JaxMountainCarContinuous-v0", num_envs=num_envs)
+    vec.reset(seed=0)
+    actions = np.zeros((num_envs, 1), np.float32)
+    actions[-1, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        vec.step(actions)
+    vec.step(np.zeros((num_envs, 1), np.float32))
+
+
 def test_bad_discrete_and_batched_actions():
     env = gymnasium.make("JaxCartPole-v0").unwrapped
     env.reset(seed=0)
