@@ -2,7 +2,7 @@
 
 A :class:`Program` is one description's JAX stack (domain randomization, action repeat, time
 limit, vmap, auto-reset: :func:`stack`), its jitted reset and step, and the :class:`Packer` that
-brings a step's results (a :class:`StepView`) to the host in one transfer per dtype. It holds no
+brings a step's results (a :class:`StepView`) to the host in one transfer. It holds no
 session's state, so sessions of the same description (env id and options, batch size, wrapper
 options: :func:`program_key`) share one: compiling reset and step costs a third of a second for
 CartPole, and a hundred ``gymnasium.make(id)`` compile once. A batch that cannot fit in memory is
@@ -52,33 +52,48 @@ class StepView(NamedTuple):
 
 
 class Packer:
-    """Packs a pytree of arrays into one flat buffer per dtype, and back on the host.
+    """Packs a pytree of arrays into one flat buffer of 32-bit words, and back on the host.
 
-    Fetching a step's dozen small arrays one by one cost more than the step of a
-    small env; a few buffers cost one transfer each (measured in
-    the adapter row of ``benchmarks/results/throughput-ceiling.md``).
+    Fetching a step's dozen small arrays one by one cost more than the step of a small env; a
+    buffer per dtype cost a result of the compiled call and a transfer each (the booleans' own
+    buffer: 3 µs of InvertedPendulum's 60 µs ``gymnasium.make`` step). The leaves lie widest
+    first, so that each starts at a multiple of its width and the host reads it as a view of the
+    one copy it makes; booleans and other narrow leaves are bytes, padded to a whole word.
     """
 
     def __init__(self, shapes: Any):
         leaves, self.treedef = jax.tree.flatten(shapes)
-        self.dtypes = sorted({np.dtype(leaf.dtype) for leaf in leaves}, key=str)
-        self.layout = []  # per leaf: (buffer, offset, size, shape)
-        ends = dict.fromkeys(range(len(self.dtypes)), 0)
-        for leaf in leaves:
-            group, size = self.dtypes.index(np.dtype(leaf.dtype)), int(np.prod(leaf.shape, dtype=np.int64))
-            self.layout.append((group, ends[group], size, tuple(leaf.shape)))
-            ends[group] += size
+        widths = [np.dtype(leaf.dtype).itemsize for leaf in leaves]
+        self.order = sorted(range(len(leaves)), key=lambda i: -widths[i])  # stable: the tree's order within a width
+        self.layout: list = [None] * len(leaves)  # per leaf: (offset in bytes, bytes, shape, dtype)
+        offset = 0
+        for i in self.order:
+            dtype, shape = np.dtype(leaves[i].dtype), tuple(leaves[i].shape)
+            size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            self.layout[i] = (offset, size, shape, dtype)
+            offset += size
+        self.nbytes = offset
 
-    def pack(self, tree: Any) -> tuple[jax.Array, ...]:
+    def pack(self, tree: Any) -> jax.Array:
         leaves = jax.tree.leaves(tree)
-        groups = [
-            [jnp.ravel(leaf) for leaf, (g, *_) in zip(leaves, self.layout) if g == i] for i in range(len(self.dtypes))
-        ]
-        return tuple(joined(parts) for parts in groups)
+        words, narrow = [], []
+        for i in self.order:
+            leaf = jnp.asarray(leaves[i]).ravel()
+            if leaf.dtype == jnp.bool_:
+                narrow.append(leaf.astype(jnp.uint8))
+            elif leaf.dtype.itemsize < 4:
+                narrow.append(jax.lax.bitcast_convert_type(leaf, jnp.uint8).ravel())
+            else:
+                words.append(_as_words(leaf).ravel())
+        if narrow:
+            pad = -sum(part.shape[0] for part in narrow) % 4
+            tail = joined(narrow + ([jnp.zeros(pad, jnp.uint8)] if pad else []))
+            words.append(jax.lax.bitcast_convert_type(tail.reshape(-1, 4), jnp.uint32))
+        return joined(words) if words else jnp.zeros(0, jnp.uint32)
 
-    def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
-        host = [np.array(b) for b in buffers]  # writable copies: users may write into obs
-        leaves = [host[g][start : start + size].reshape(shape) for g, start, size, shape in self.layout]
+    def unpack(self, buffer: jax.Array) -> Any:
+        raw = np.array(buffer).view(np.uint8)  # one writable copy: users may write into obs
+        leaves = [raw[start : start + size].view(dtype).reshape(shape) for start, size, shape, dtype in self.layout]
         return jax.tree.unflatten(self.treedef, leaves)
 
 

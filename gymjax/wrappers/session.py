@@ -392,7 +392,7 @@ class Session:
         return self._program.view(self.state)
 
     def fetch(self) -> StepView:
-        """The last step's results on the host: one transfer per dtype (see
+        """The last step's results on the host: one transfer (see
         :class:`~gymjax.wrappers.programs.Packer`).
 
         Sets :attr:`restarted`: the ended envs in same-step mode, those that ended the step before

@@ -436,3 +436,32 @@ def test_a_host_step_keeps_the_state_packed_and_the_same_as_the_pytree_step():
     for a, b in zip(jax.tree.leaves(packed.state), jax.tree.leaves(plain.state)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert packed.current is current  # reading the state leaves its identity as it was
+
+
+def test_a_steps_results_come_back_in_one_buffer_bit_for_bit():
+    """Every dtype a step reports (observations of any width, booleans, counters) crosses in one
+    word buffer and comes back as the arrays it was, each a writable array of its own dtype."""
+    import jax.numpy as jnp
+
+    tree = {
+        "obs": jnp.arange(7, dtype=jnp.float32) / 3,
+        "done": jnp.array([True, False, True]),
+        "pixels": jnp.arange(5, dtype=jnp.uint8),
+        "half": jnp.array([1.5, -2.25], jnp.float16),
+        "count": jnp.array(123456789, jnp.int32),
+        "none": None,
+        "empty": jnp.zeros((0, 3), jnp.float32),
+    }
+    packer = programs.Packer(jax.eval_shape(lambda: tree))
+    packed = jax.jit(packer.pack)(tree)
+    assert packed.dtype == jnp.uint32 and packed.ndim == 1  # one result, one transfer
+    back = packer.unpack(packed)
+    for key, value in tree.items():
+        if value is None:
+            assert back[key] is None
+            continue
+        assert back[key].dtype == value.dtype and back[key].shape == value.shape, key
+        np.testing.assert_array_equal(back[key], np.asarray(value))
+    back["obs"][0] = 99.0  # writable, and its own: the others keep their values
+    np.testing.assert_array_equal(back["done"], [True, False, True])
+    assert back["count"] == 123456789
