@@ -7,7 +7,10 @@ For every registered single-agent id with a reference (``gymjax.envs.spec(id).re
 MuJoCo ``*-v5`` tasks and classic control; new ids are picked up), one process builds
 ``gymnasium.make(id)`` (ours) and ``gymnasium.make(reference_id)`` (theirs) once and times them in
 alternation (:func:`benchmarks.common.interleaved`): one step a call, random actions, a reset when
-an episode ends; medians of the rounds, the ratio ours / theirs, the load beside each row.
+an episode ends; medians of the rounds, the ratio ours / theirs, the load beside each row. On the
+MuJoCo tasks both start each episode at the same state, one of Gymnasium's env's resets
+(:func:`reference_starts`), and play the same actions: the same contacts, so the same physics' cost
+(each pays one ``set_state`` an episode).
 
 For the MuJoCo tasks two more layers are timed in the same alternation, to split where one of our
 steps goes (microseconds per step):
@@ -67,8 +70,9 @@ def target(reference: str) -> float | None:
 # -- the stacks: one step per call ----------------------------------------------------------------
 
 
-def gymnasium_env(env_id: str, seed: int = 0, **options) -> common.Stepper:
-    """``gymnasium.make(env_id, **options)`` stepped with random actions, reset when its episode ends."""
+def gymnasium_env(env_id: str, seed: int = 0, starts: list | None = None, **options) -> common.Stepper:
+    """``gymnasium.make(env_id, **options)`` stepped with random actions, reset when its episode ends;
+    each episode put at the next of ``starts`` (``(qpos, qvel)``: :func:`reference_starts`) if given."""
     import gymnasium
 
     import gymjax  # noqa: F401  (registers the ids)
@@ -76,16 +80,41 @@ def gymnasium_env(env_id: str, seed: int = 0, **options) -> common.Stepper:
     env = gymnasium.make(env_id, **options)
     env.action_space.seed(seed)
     actions = [env.action_space.sample() for _ in range(64)]
+    t = [0, 0]  # steps, episodes
+
+    def start() -> None:
+        if starts:
+            env.unwrapped.set_state(*starts[t[1] % len(starts)])
+        t[1] += 1
+
     env.reset(seed=seed)
-    t = [0]
+    start()
 
     def step() -> None:
         t[0] += 1
         _, _, terminated, truncated, _ = env.step(actions[t[0] % len(actions)])
         if terminated or truncated:
             env.reset()
+            start()
 
     return common.Stepper(step, 1, env.close)
+
+
+def reference_starts(reference: str, seed: int = 0, n: int = 64) -> list:
+    """``n`` episodes' first states ``(qpos, qvel)`` of Gymnasium's own env. Both stacks start their
+    episodes there and play the same actions, so that they step the same bodies through the same
+    contacts: a heavy task's step costs what its contacts cost, and on episodes of their own the two
+    stacks' ratio swung by a fifth between runs (Humanoid 0.63 to 1.00)."""
+    import gymnasium
+
+    env = gymnasium.make(reference)
+    env.reset(seed=seed)
+    states = []
+    for _ in range(n):
+        env.reset()
+        states.append((env.unwrapped.data.qpos.copy(), env.unwrapped.data.qvel.copy()))
+    env.close()
+    return states
 
 
 def bare_physics(env_id: str, seed: int = 0) -> common.Stepper:
@@ -115,9 +144,10 @@ def bare_physics(env_id: str, seed: int = 0) -> common.Stepper:
     return common.Stepper(step, 1, env.close)
 
 
-def host_step(env_id: str, seed: int = 0) -> common.Stepper:
+def host_step(env_id: str, seed: int = 0, starts: list | None = None) -> common.Stepper:
     """The host runtime under ``gymnasium.make(id)``: its ``Session``'s ``step`` and ``fetch``, one
-    step a call, a ``reset`` (and ``fetch_reset``) where the adapter's episode would end."""
+    step a call, a ``reset`` (and ``fetch_reset``) where the adapter's episode would end, each
+    episode put at the next of ``starts`` if given."""
     import gymnasium
 
     from gymjax.wrappers.session import Session
@@ -126,9 +156,16 @@ def host_step(env_id: str, seed: int = 0) -> common.Stepper:
     limit = gymnasium.spec(env_id).max_episode_steps or 0
     space = session.base.action_space
     actions = np.random.default_rng(seed).uniform(space.low, space.high, (64, *space.shape)).astype(space.dtype)
-    session.reset(seed)
-    session.fetch_reset()
-    t = [0, 0]  # steps, steps into the episode
+    t = [0, 0, 0]  # steps, steps into the episode, episodes
+
+    def start() -> None:
+        session.reset(seed if t[2] == 0 else None)
+        session.fetch_reset()
+        if starts:
+            session.set_state(*starts[t[2] % len(starts)])
+        t[2] += 1
+
+    start()
 
     def step() -> None:
         t[0] += 1
@@ -136,8 +173,7 @@ def host_step(env_id: str, seed: int = 0) -> common.Stepper:
         session.step(actions[t[0] % len(actions)])
         out = session.fetch()
         if out.terminated or t[1] == limit:
-            session.reset()
-            session.fetch_reset()
+            start()
             t[1] = 0
 
     return common.Stepper(step, 1, session.close)
@@ -148,9 +184,11 @@ def host_step(env_id: str, seed: int = 0) -> common.Stepper:
 
 def run_task(env_id: str, reference: str, args: argparse.Namespace) -> dict:
     mujoco = is_mujoco(reference)
-    builders = {OURS: lambda: gymnasium_env(env_id), THEIRS: lambda: gymnasium_env(reference)}
+    starts = reference_starts(reference) if mujoco else None
+    builders = {OURS: lambda: gymnasium_env(env_id, starts=starts),
+                THEIRS: lambda: gymnasium_env(reference, starts=starts)}
     if mujoco:
-        builders |= {PHYSICS: lambda: bare_physics(env_id), HOST: lambda: host_step(env_id)}
+        builders |= {PHYSICS: lambda: bare_physics(env_id), HOST: lambda: host_step(env_id, starts=starts)}
     stacks, failed = common.build(builders)
     load_before = list(os.getloadavg())
     block = common.interleaved(stacks, args.rounds, args.round_seconds, desc=_short(env_id))
@@ -244,7 +282,9 @@ def summary(record: dict) -> list[str]:
     s, results = record["settings"], record["results"]
     return [
         (
-            f"Steps/s of one env, random actions, reset at each episode's end; per id the stacks are built once "
+            f"Steps/s of one env, random actions, reset at each episode's end (MuJoCo tasks: both stacks start "
+            f"each episode at the same state, drawn from Gymnasium's env, and play the same actions); per id the "
+            f"stacks are built once "
             f"and timed in alternation, {s['rounds']} rounds of about {s['round_seconds']:g} s; medians. "
             f"Load (1 min) over the rounds {_round_loads(results)}. Targets (issue 49): >= {MUJOCO_TARGET} x "
             f"Gymnasium on every MuJoCo task, >= {TARGETS['Ant-v5']} x on Ant, Humanoid, HumanoidStandup."

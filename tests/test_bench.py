@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 from child_signals import from_a_terminal  # tests/child_signals.py
 
@@ -484,6 +485,27 @@ def test_the_single_env_run_compares_each_id_with_its_reference_and_splits_mujoc
     assert us["gymjax"] == pytest.approx(1e6 / pendulum["stacks"]["gymjax"]["median"])
     assert 0 < us["physics"] and 0 < us["host runtime"]
     assert "| InvertedPendulum | InvertedPendulum-v5 |" in (tmp_path / "single.md").read_text()
+
+
+def test_the_single_env_stacks_start_their_episodes_at_the_same_states():
+    """Ours and Gymnasium's play the same episodes: each starts at the next of Gymnasium's own reset
+    states (a heavy task's step costs what its contacts cost)."""
+    from benchmarks import single
+
+    starts = single.reference_starts("InvertedPendulum-v5", n=3)
+    assert not np.allclose(starts[0][0], starts[1][0])  # distinct episodes
+    ids = ("JaxInvertedPendulum-v0", "InvertedPendulum-v5")
+    stacks = [single.gymnasium_env(env_id, starts=starts) for env_id in ids]
+    try:
+        data = [stack.close.__self__.unwrapped.data for stack in stacks]  # close: the env's own
+        np.testing.assert_allclose(data[0].qpos, starts[0][0], atol=1e-6)
+        for stack in stacks:
+            for _ in range(40):  # random actions end an episode within a few steps
+                stack.step()
+        np.testing.assert_allclose(data[0].qpos, data[1].qpos, atol=1e-5)
+    finally:
+        for stack in stacks:
+            stack.close()
 
 
 @pytest.mark.parametrize(
