@@ -12,6 +12,7 @@ refused here, from the shapes alone, before anything allocates (:func:`check_bat
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 from typing import Any, NamedTuple
 
@@ -193,11 +194,25 @@ def _from_words(words: jax.Array, shape: tuple[int, ...], dtype: np.dtype) -> ja
 CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
 
+@functools.cache
+def _cpu_compiler_options() -> dict[str, Any] | None:
+    """:data:`CPU_COMPILER_OPTIONS` where this jaxlib's XLA knows them (a trivial program compiled
+    once, about 20 ms): the option is XLA's, and an XLA without it refuses every compile that names
+    it, so such a jaxlib (older or newer than gymjax's own) compiles with its defaults."""
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=CPU_COMPILER_OPTIONS).lower(np.float32(0)).compile()
+    except Exception as err:  # XLA's error type differs between jaxlibs; its message names the option
+        if "option" not in str(err).lower():
+            raise
+        return None
+    return CPU_COMPILER_OPTIONS
+
+
 def compiled(device: jax.Device | None, f):
     """``jax.jit(f)`` run on ``device`` (:func:`on_device`), with the options a session's programs
     compile with where they run on the CPU."""
     on_cpu = device is not None and device.platform == "cpu" or device is None and platform() == "cpu"
-    return on_device(device, jax.jit(f, compiler_options=CPU_COMPILER_OPTIONS if on_cpu else None))
+    return on_device(device, jax.jit(f, compiler_options=_cpu_compiler_options() if on_cpu else None))
 
 
 def on_device(device: jax.Device | None, f):

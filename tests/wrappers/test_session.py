@@ -465,3 +465,18 @@ def test_a_steps_results_come_back_in_one_buffer_bit_for_bit():
     back["obs"][0] = 99.0  # writable, and its own: the others keep their values
     np.testing.assert_array_equal(back["done"], [True, False, True])
     assert back["count"] == 123456789
+
+
+def test_session_programs_use_the_cpu_options_only_where_xla_knows_them(monkeypatch):
+    """The older loop emitter halves a session's compile here; a jaxlib whose XLA lacks the option
+    would refuse every compile naming it, so there the programs compile with XLA's defaults."""
+    programs._cpu_compiler_options.cache_clear()
+    assert programs._cpu_compiler_options() == programs.CPU_COMPILER_OPTIONS  # this jaxlib knows it
+    monkeypatch.setattr(programs, "CPU_COMPILER_OPTIONS", {"xla_cpu_no_such_option": True})
+    programs._cpu_compiler_options.cache_clear()
+    try:
+        assert programs._cpu_compiler_options() is None
+        double = programs.compiled(None, lambda x: 2 * x)
+        assert float(double(np.float32(3.0))) == 6.0
+    finally:
+        programs._cpu_compiler_options.cache_clear()
