@@ -194,18 +194,19 @@ def _from_words(words: jax.Array, shape: tuple[int, ...], dtype: np.dtype) -> ja
 CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
 
+# The jaxlibs (major, minor) whose XLA the option was measured and checked on. It is an XLA debug
+# option, and an XLA without it refuses every compile that names it; asking XLA would start JAX's
+# runtime when an env is made (which a fork after it cannot survive), so other jaxlibs, older or
+# newer, compile a session's programs with XLA's defaults.
+CPU_COMPILER_OPTIONS_JAXLIBS = ((0, 10),)
+
+
 @functools.cache
 def _cpu_compiler_options() -> dict[str, Any] | None:
-    """:data:`CPU_COMPILER_OPTIONS` where this jaxlib's XLA knows them (a trivial program compiled
-    once, about 20 ms): the option is XLA's, and an XLA without it refuses every compile that names
-    it, so such a jaxlib (older or newer than gymjax's own) compiles with its defaults."""
-    try:
-        jax.jit(lambda x: x + 1, compiler_options=CPU_COMPILER_OPTIONS).lower(np.float32(0)).compile()
-    except Exception as err:  # XLA's error type differs between jaxlibs; its message names the option
-        if "option" not in str(err).lower():
-            raise
-        return None
-    return CPU_COMPILER_OPTIONS
+    import jaxlib
+
+    release = tuple(int(part) for part in jaxlib.__version__.split(".")[:2] if part.isdigit())
+    return CPU_COMPILER_OPTIONS if release in CPU_COMPILER_OPTIONS_JAXLIBS else None
 
 
 def compiled(device: jax.Device | None, f):

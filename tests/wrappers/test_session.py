@@ -467,16 +467,19 @@ def test_a_steps_results_come_back_in_one_buffer_bit_for_bit():
     assert back["count"] == 123456789
 
 
-def test_session_programs_use_the_cpu_options_only_where_xla_knows_them(monkeypatch):
-    """The older loop emitter halves a session's compile here; a jaxlib whose XLA lacks the option
-    would refuse every compile naming it, so there the programs compile with XLA's defaults."""
-    programs._cpu_compiler_options.cache_clear()
-    assert programs._cpu_compiler_options() == programs.CPU_COMPILER_OPTIONS  # this jaxlib knows it
-    monkeypatch.setattr(programs, "CPU_COMPILER_OPTIONS", {"xla_cpu_no_such_option": True})
+def test_session_programs_use_the_cpu_options_only_on_the_jaxlibs_checked(monkeypatch):
+    """The older loop emitter halves a session's compile here; an XLA without the option would
+    refuse every compile naming it, so another jaxlib compiles with XLA's defaults, and deciding
+    starts no JAX runtime (an env is made before a fork)."""
+    import jaxlib
+
     programs._cpu_compiler_options.cache_clear()
     try:
-        assert programs._cpu_compiler_options() is None
+        assert programs._cpu_compiler_options() == programs.CPU_COMPILER_OPTIONS  # this jaxlib: checked
         double = programs.compiled(None, lambda x: 2 * x)
-        assert float(double(np.float32(3.0))) == 6.0
+        assert float(double(np.float32(3.0))) == 6.0  # XLA takes the option
+        monkeypatch.setattr(jaxlib, "__version__", "0.4.30")
+        programs._cpu_compiler_options.cache_clear()
+        assert programs._cpu_compiler_options() is None
     finally:
         programs._cpu_compiler_options.cache_clear()
