@@ -50,22 +50,18 @@ def _parse_sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
-def _optional_int(text: str) -> int | None:
-    if text.lower() == "none":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or 'none', got {text!r}") from None
+def _or_none(kind: type, expected: str) -> Callable[[str], Any]:
+    """An argparse type: ``kind(text)``, or None for "none" (an optional config field)."""
 
+    def parse(text: str) -> Any:
+        if text.lower() == "none":
+            return None
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected} or 'none', got {text!r}") from None
 
-def _optional_float(text: str) -> float | None:
-    if text.lower() == "none":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+    return parse
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
@@ -88,9 +84,9 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         elif hint in (int, float):
             kwargs["type"] = hint
         elif hint == float | None:
-            kwargs["type"], kwargs["metavar"] = _optional_float, "X|none"
+            kwargs["type"], kwargs["metavar"] = _or_none(float, "a number"), "X|none"
         else:  # int | None
-            kwargs["type"], kwargs["metavar"] = _optional_int, "N|none"
+            kwargs["type"], kwargs["metavar"] = _or_none(int, "an integer"), "N|none"
         group.add_argument(flag, **kwargs)
 
 
