@@ -210,6 +210,11 @@ class Env(abc.ABC, Generic[Params]):
     # Whether the env's computations run on the CPU only (MuJoCo's C engine: its XLA FFI handler
     # is a CPU one); the adapters then run it on the CPU device when JAX's default is an accelerator.
     cpu_only: bool = False
+    # Whether a session compiles this env's programs with its own CPU options (a quicker compile,
+    # gymjax.wrappers.programs.CPU_COMPILER_OPTIONS) rather than XLA's defaults: where MuJoCo's C
+    # engine computes the physics, which no compiler option changes. Other envs (Brax's, a user's
+    # own) compile as the user's own jit of them does, and so step to the same bits.
+    session_compiler_options: bool = False
     # Set by gymjax.envs.make: the registered id and the options the env was built with (None for
     # an env built by its class); the trainer records the id, and finds the env's Gymnasium
     # reference (gymjax.trainers.reference) by it.
@@ -314,6 +319,7 @@ class Wrapper(Env):
     reset_info_keys = property(lambda self: self.env.reset_info_keys)
     env_id = property(lambda self: self.env.env_id)
     env_kwargs = property(lambda self: self.env.env_kwargs)
+    session_compiler_options = property(lambda self: self.env.session_compiler_options)
 
     @property
     def default_params(self):

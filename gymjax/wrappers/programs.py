@@ -186,9 +186,12 @@ def _from_words(words: jax.Array, shape: tuple[int, ...], dtype: np.dtype) -> ja
 
 # XLA's CPU code generator for fused loops ("fusion emitters", its MLIR path) compiles a session's
 # small reset and step programs in about twice the time of the older one, and their code runs no
-# faster (a Hopper step program 0.24 -> 0.13 s, a 16-env one 1.2 -> 0.65 s; the same outputs, bit
-# for bit; steps/s within noise). A session compiles in every process that makes an env, before its
-# first step: it asks for the older one. An accelerator's compiler is left as it is.
+# faster (a Hopper step program 0.24 -> 0.13 s, a 16-env one 1.2 -> 0.65 s; steps/s within noise).
+# A session compiles in every process that makes an env, before its first step: it asks for the
+# older one for an env that takes it (Env.session_compiler_options: where MuJoCo's C engine computes
+# the physics, the same bits either way). The two generators may fuse floating-point sums in other
+# orders: Brax's physics drifts by 1e-5 in 30 steps, so another library's env keeps XLA's defaults
+# and steps as the user's own jit of it does. An accelerator's compiler is left as it is.
 CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
 
@@ -207,11 +210,12 @@ def _cpu_compiler_options() -> dict[str, Any] | None:
     return CPU_COMPILER_OPTIONS if release in CPU_COMPILER_OPTIONS_JAXLIBS else None
 
 
-def compiled(device: jax.Device | None, f):
-    """``jax.jit(f)`` run on ``device`` (:func:`on_device`), with the options a session's programs
-    compile with where they run on the CPU."""
+def compiled(device: jax.Device | None, f, tuned: bool):
+    """``jax.jit(f)`` run on ``device`` (:func:`on_device`); ``tuned``: with the options a session's
+    programs compile with where they run on the CPU (else XLA's defaults)."""
     on_cpu = device is not None and device.platform == "cpu" or device is None and platform() == "cpu"
-    return on_device(device, jax.jit(f, compiler_options=_cpu_compiler_options() if on_cpu else None))
+    options = _cpu_compiler_options() if tuned and on_cpu else None
+    return on_device(device, jax.jit(f, compiler_options=options))
 
 
 def on_device(device: jax.Device | None, f):
@@ -242,8 +246,9 @@ class Program:
         # Where the env runs: JAX's default device, or the CPU for an env that runs there only (the C
         # engine) while the default is an accelerator.
         self.device = device_for(base)
-        self.step = compiled(self.device, jax_env.step)
-        self.start = compiled(self.device, self._start_episodes)
+        self.tuned = bool(getattr(base, "session_compiler_options", False))  # see CPU_COMPILER_OPTIONS
+        self.step = self.compiled(jax_env.step)
+        self.start = self.compiled(self._start_episodes)
         n = num_envs
         starts = jax.eval_shape(
             self._start_episodes,
@@ -255,14 +260,18 @@ class Program:
         fetched = jax.eval_shape(self.view, starts[0])
         check_batch_fits(n, starts[0], fetched, starts[0].obs)
         self.packer = Packer(fetched)
-        self.step_host = compiled(self.device, self._step_and_pack)
+        self.step_host = self.compiled(self._step_and_pack)
         # The host runtime's step: the state packed in one buffer in and out (StateCodec).
         self.codec = StateCodec.of(starts[0])
         if self.codec is not None:
-            self.start_words = compiled(self.device, self._start_words)
-            self.step_words = compiled(self.device, self._step_words)
-            self.pack_state = compiled(self.device, self.codec.pack)  # compiled where a state is written
-            self.unpack_state = compiled(self.device, self.codec.unpack)  # and where one is read
+            self.start_words = self.compiled(self._start_words)
+            self.step_words = self.compiled(self._step_words)
+            self.pack_state = self.compiled(self.codec.pack)  # compiled where a state is written
+            self.unpack_state = self.compiled(self.codec.unpack)  # and where one is read
+
+    def compiled(self, f):
+        """``f`` jitted as this program's functions are (:func:`compiled`)."""
+        return compiled(self.device, f, self.tuned)
 
     def _start_episodes(self, seeds: jax.Array, given: jax.Array, stream: jax.Array):
         """One compiled reset: each env's seed key (:func:`~gymjax.wrappers.options.seed_words`:

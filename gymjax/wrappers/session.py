@@ -36,16 +36,7 @@ from gymjax.core import Env, EpisodeStatistics, State
 from gymjax.core.errors import typed_simulation_errors
 from gymjax.core.platform import platform
 from gymjax.wrappers.options import SessionOptions, UnsupportedRenderMode, batch_seed_words, check_num_envs
-from gymjax.wrappers.programs import (
-    Program,
-    StepView,
-    cached_program,
-    compiled,
-    keep_program,
-    program_key,
-    stack,
-    stream_shape,
-)
+from gymjax.wrappers.programs import Program, StepView, cached_program, keep_program, program_key, stack, stream_shape
 from gymjax.wrappers.training import AutoResetMode
 
 # The default options, shared: SessionOptions is a frozen dataclass, so no session can change them.
@@ -432,7 +423,7 @@ class Session:
                 f"expected qpos of shape ({nq},) and qvel of shape ({nv},), got {qpos.shape} and {qvel.shape}"
             )
         if self._set_state is None:
-            self._set_state = compiled(self._program.device, self._reset_to)
+            self._set_state = self._program.compiled(self._reset_to)
         previous = self.state
         randomized = None if previous is None else previous.randomized
         episode = None if previous is None else previous.episode

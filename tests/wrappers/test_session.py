@@ -476,10 +476,30 @@ def test_session_programs_use_the_cpu_options_only_on_the_jaxlibs_checked(monkey
     programs._cpu_compiler_options.cache_clear()
     try:
         assert programs._cpu_compiler_options() == programs.CPU_COMPILER_OPTIONS  # this jaxlib: checked
-        double = programs.compiled(None, lambda x: 2 * x)
+        double = programs.compiled(None, lambda x: 2 * x, tuned=True)
         assert float(double(np.float32(3.0))) == 6.0  # XLA takes the option
         monkeypatch.setattr(jaxlib, "__version__", "0.4.30")
         programs._cpu_compiler_options.cache_clear()
         assert programs._cpu_compiler_options() is None
     finally:
         programs._cpu_compiler_options.cache_clear()
+
+
+def test_only_envs_stepped_by_mujocos_engine_compile_with_the_cpu_options(monkeypatch):
+    """The older emitter may sum in another order: an env whose physics XLA compiles (Brax's drifts
+    1e-5 in 30 steps) keeps XLA's defaults, and so steps as the user's own jit of it does."""
+    asked = []
+    jit = jax.jit
+    monkeypatch.setattr(programs.jax, "jit", lambda f, **kw: asked.append(kw.get("compiler_options")) or jit(f, **kw))
+    programs.clear_program_cache()  # each make below builds its program
+
+    def options_of(env_id, **kwargs):
+        asked.clear()
+        env = gymnasium.make(env_id, **kwargs)
+        assert asked, "no program compiled"
+        env.close()
+        return set(map(repr, asked))
+
+    assert options_of("JaxHopper-v0") == {repr(programs.CPU_COMPILER_OPTIONS)}
+    assert options_of("JaxCartPole-v0", max_episode_steps=77) == {"None"}
+    assert options_of("JaxHopper-v0", engine="mjx", max_episode_steps=77) == {"None"}

@@ -277,6 +277,7 @@ class MujocoEnv(Env["mjx.Model"]):  # MJX is imported on first use (engine/mjx.p
             raise ValueError(f"{name}: default_camera_config must be a dict, got {default_camera_config!r}")
         self.engine = resolve_engine(engine)
         self.cpu_only = self.engine == "mujoco"
+        self.session_compiler_options = self.engine == "mujoco"
         self.xml_path = gymnasium_asset(xml_file)
         route_mujoco_warnings()
         with warnings.catch_warnings():

@@ -185,6 +185,7 @@ class MultiAgentMujoco(Env["mjx.Model"]):
         self.state_space = self.task.observation_space  # of global_state()
         self.metadata = self.task.metadata
         self.cpu_only = self.task.cpu_only
+        self.session_compiler_options = self.task.session_compiler_options
         self.reset_info_keys = self.task.reset_info_keys
         self.params_by_name = self.task.params_by_name  # params go to the task as they come
 
