@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from tqdm import tqdm
@@ -73,13 +73,17 @@ class Stepper:
 
 
 def interleaved(
-    stacks: Mapping[str, Stepper], rounds: int, round_s: float, warmup_calls: int = 3, desc: str = "rounds"
+    stacks: Mapping[str, Stepper], rounds: int, round_s: float, warmup_calls: int = 3, desc: str = "rounds",
+    paired: Collection[str] = (),
 ) -> dict:
     """Env steps/s of each stack, timed in alternation: ``rounds`` rounds, each stack about ``round_s`` per round.
 
     Every stack is warmed up first (its first calls compile; their time is its
     ``compile_s``); a stack whose warm-up raises is left out, its error in
-    ``failed``. Returns ``{"stacks": {name: figure + calls_per_round, compile_s},
+    ``failed``. The ``paired`` stacks (ones that play the same episodes) take the same number of
+    calls a round, the fewest any of them would take, so that each round times them over the same
+    states; on their own, the faster would run further ahead in each round and a step's cost that
+    varies along an episode would bias the ratio. Returns ``{"stacks": {name: figure + calls_per_round, compile_s},
     "failed": {name: error}, "load_1min_rounds": [...]}``. Closes every stack.
     """
     calls, compile_s, failed = {}, {}, {}
@@ -98,6 +102,9 @@ def interleaved(
             _close(live.pop(name))
             continue
         calls[name] = max(1, int(round_s / max(took, 1e-6)))
+    pair = [name for name in paired if name in calls]
+    for name in pair:
+        calls[name] = min(calls[other] for other in pair)
     samples: dict[str, list[float]] = {name: [] for name in live}
     loads = []
     try:

@@ -7,11 +7,15 @@ For every registered single-agent id with a reference (``gymjax.envs.spec(id).re
 MuJoCo ``*-v5`` tasks and classic control; new ids are picked up), one process builds
 ``gymnasium.make(id)`` (ours) and ``gymnasium.make(reference_id)`` (theirs) once and times them in
 alternation (:func:`benchmarks.common.interleaved`): one step a call, random actions, a reset when
-an episode ends; medians of the rounds, the ratio ours / theirs, the load beside each row. On the
+an episode ends; medians of the rounds, the ratio ours / theirs (the median of the rounds' own
+ratios), the load beside each row. On the
 tasks whose physics dominates (the 0.8 bars) both start each episode at the same state, one of
 Gymnasium's env's resets (:func:`reference_starts`), and play the same actions: the same contacts,
 so the same physics' cost (each pays one ``set_state`` an episode, which the short episodes of the
-other tasks could not afford).
+other tasks could not afford); and each round steps them the same number of times (``paired``), so
+that they are timed over the same states: an episode's step costs what its contacts cost, and one
+stack running ahead of the other through cheaper or dearer states swung the ratio by a third between
+runs (HumanoidStandup 0.64 to 0.97).
 
 For the MuJoCo tasks two more layers are timed in the same alternation, to split where one of our
 steps goes (microseconds per step):
@@ -31,8 +35,10 @@ HumanoidStandup, whose physics dominate; classic control is reported without one
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import pathlib
+import statistics
 
 import numpy as np
 from tqdm import tqdm
@@ -155,8 +161,9 @@ def host_step(env_id: str, seed: int = 0, starts: list | None = None) -> common.
 
     session = Session(env_id)
     limit = gymnasium.spec(env_id).max_episode_steps or 0
-    space = session.base.action_space
-    actions = np.random.default_rng(seed).uniform(space.low, space.high, (64, *space.shape)).astype(space.dtype)
+    space = copy.deepcopy(session.base.action_space)  # the actions gymnasium_env(env_id) plays
+    space.seed(seed)
+    actions = [space.sample() for _ in range(64)]
     t = [0, 0, 0]  # steps, steps into the episode, episodes
 
     def start() -> None:
@@ -195,10 +202,16 @@ def run_task(env_id: str, reference: str, args: argparse.Namespace) -> dict:
         builders |= {PHYSICS: lambda: bare_physics(env_id), HOST: lambda: host_step(env_id, starts=starts)}
     stacks, failed = common.build(builders)
     load_before = list(os.getloadavg())
-    block = common.interleaved(stacks, args.rounds, args.round_seconds, desc=_short(env_id))
+    # With shared starts the stacks around the physics play the same episodes: paired, they are
+    # timed over the same steps in each round.
+    paired = (OURS, THEIRS, HOST) if starts else ()
+    block = common.interleaved(stacks, args.rounds, args.round_seconds, desc=_short(env_id), paired=paired)
     failed |= block.pop("failed")
     st = block["stacks"]
-    ratio = st[OURS]["median"] / st[THEIRS]["median"] if OURS in st and THEIRS in st else None
+    # The median of each round's ratio: a round times the two stacks within a second of each other,
+    # so that the machine's slower spells (this shared one's swing by half) fall on both.
+    ratio = (statistics.median(o / t for o, t in zip(st[OURS]["samples"], st[THEIRS]["samples"], strict=True))
+             if OURS in st and THEIRS in st else None)
     entry = {"reference": reference, "mujoco": mujoco, "target": target(reference), "ratio": ratio,
              **block, "failed": failed, "load_before": load_before, "load_after": list(os.getloadavg())}  # fmt: skip
     if mujoco:
@@ -209,8 +222,8 @@ def run_task(env_id: str, reference: str, args: argparse.Namespace) -> dict:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="2 rounds of 0.1 s: a smoke run (needs --out)")
-    p.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
-    p.add_argument("--round-seconds", type=float, default=0.5, help="seconds per stack per round (default 0.5)")
+    p.add_argument("--rounds", type=int, default=15, help="rounds (default 15)")
+    p.add_argument("--round-seconds", type=float, default=0.25, help="seconds per stack per round (default 0.25)")
     p.add_argument("--ids", nargs="+", help="only these ids (default: every id with a reference)")
     p.add_argument("--out", type=pathlib.Path, help="output folder (default: benchmarks/results)")
 
@@ -292,9 +305,10 @@ def summary(record: dict) -> list[str]:
     return [
         (
             f"Steps/s of one env, random actions, reset at each episode's end ({_heavy()}: both stacks start "
-            f"each episode at the same state, drawn from Gymnasium's env, and play the same actions); per id "
-            f"the stacks are built once "
-            f"and timed in alternation, {s['rounds']} rounds of about {s['round_seconds']:g} s; medians. "
+            f"each episode at the same state, drawn from Gymnasium's env, play the same actions, and step as "
+            f"many times a round, over the same states); per id the stacks are built once "
+            f"and timed in alternation, {s['rounds']} rounds of about {s['round_seconds']:g} s; medians, and "
+            f"ours / theirs the median of the rounds' own ratios. "
             f"Load (1 min) over the rounds {_round_loads(results)}. Targets (issue 49): >= {MUJOCO_TARGET} x "
             f"Gymnasium on every MuJoCo task, >= {TARGETS['Ant-v5']} x on {_heavy()}."
         ),
