@@ -152,8 +152,9 @@ PRESETS: tuple[Preset, ...] = (
     # Hopper: at rl-zoo's gamma 0.999 a fall far ahead outweighs any gain from hopping, and the policy
     # stood still for the healthy reward; at Walker2d's 0.99 it hopped (benchmarks/results/suite.md).
     # Ten times Ant's entropy bonus: on Ant's 0.001 Hopper's policy entropy fell without a floor (1.5
-    # to -4.7 in 4M steps) and seed 0 fell from 3,273 to 1,861; at 0.01 it settled near -1.6 and no
-    # seed fell (benchmarks/results/ab_hopper_ent0.01_4M.md against ab_hopper_base_4M.md).
+    # to -4.7 in 4M steps) and seed 0 fell from 3,273 to 1,861; at 0.01 it fell a third as far and no
+    # seed fell in 4M steps (ab_hopper_ent0.01_4M against ab_hopper_base_4M). In 15 minutes on held-out
+    # seeds one of three still fell late (suite_hopper_ent_heldout_15min): not the whole answer.
     _mujoco("hopper", "JaxHopper-v0", 12_000_000,
             "gamma 0.99 as Walker2d's (at rl-zoo's 0.999 it stood still), entropy cost 0.01 against its "
             "late falls (ab_hopper_ent0.01_4M)", entropy_cost=0.01),
