@@ -8,14 +8,13 @@ MuJoCo ``*-v5`` tasks and classic control; new ids are picked up), one process b
 ``gymnasium.make(id)`` (ours) and ``gymnasium.make(reference_id)`` (theirs) once and times them in
 alternation (:func:`benchmarks.common.interleaved`): one step a call, random actions, a reset when
 an episode ends; medians of the rounds, the ratio ours / theirs (the median of the rounds' own
-ratios), the load beside each row. On the
-tasks whose physics dominates (the 0.8 bars) both start each episode at the same state, one of
-Gymnasium's env's resets (:func:`reference_starts`), and play the same actions: the same contacts,
-so the same physics' cost (each pays one ``set_state`` an episode, which the short episodes of the
-other tasks could not afford); and each round steps them the same number of times (``paired``), so
-that they are timed over the same states: an episode's step costs what its contacts cost, and one
-stack running ahead of the other through cheaper or dearer states swung the ratio by a third between
-runs (HumanoidStandup 0.64 to 0.97).
+ratios), the load beside each row. On the tasks whose physics dominates (the 0.8 bars) both start
+each episode at the same state, one of Gymnasium's env's resets (:func:`reference_starts`), and
+play the same actions: the same contacts, so the same physics' cost (each pays one ``set_state`` an
+episode, which the short episodes of the other tasks could not afford); and each round steps them
+the same number of times (``paired``), so that they are timed over the same states: an episode's
+step costs what its contacts cost, and one stack running ahead of the other through cheaper or
+dearer states swung the ratio by a third between runs (HumanoidStandup 0.64 to 0.97).
 
 For the MuJoCo tasks two more layers are timed in the same alternation, to split where one of our
 steps goes (microseconds per step):

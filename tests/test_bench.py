@@ -477,7 +477,6 @@ def test_the_single_env_run_compares_each_id_with_its_reference_and_splits_mujoc
     tasks = record["results"]["tasks"]
     assert set(tasks) == {"JaxInvertedPendulum-v0", "JaxCartPole-v0"}
     for e in tasks.values():
-        ours, theirs = (e["stacks"][k]["median"] for k in ("gymjax", "Gymnasium"))
         rounds = zip(e["stacks"]["gymjax"]["samples"], e["stacks"]["Gymnasium"]["samples"], strict=True)
         assert e["ratio"] == pytest.approx(statistics.median(o / t for o, t in rounds)) and not e["failed"]
         assert len(e["load_1min_rounds"]) == 2
