@@ -159,7 +159,7 @@ def _in_process(args: argparse.Namespace, study: Any, setup: tuning.TuneSetup) -
 
         try:
             tuning.optimize(study, setup, n_trials=args.n_trials, max_total_trials=args.max_total_trials,
-                            on_trial=finished)
+                            on_trial=finished, on_progress=bar.set_postfix_str)
         except KeyboardInterrupt as e:  # a signal: Optuna failed the trial in flight
             return getattr(e, "exit_code", 130)
     return 0

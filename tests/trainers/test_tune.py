@@ -479,3 +479,22 @@ def _refusal(path):
     with pytest.raises(tune.TuneError) as e:
         tune.read_data_file(path, "space")
     return str(e.value)
+
+
+def test_a_trial_in_flight_says_which_seed_and_epoch_it_is_at():
+    from ppo_configs import TINY
+
+    # The CLI's bar shows these lines: a trial of several runs is minutes without a finished trial.
+    config = TINY.replace(num_evals=2)
+    setup = tune.make_setup("JaxCartPole-v0", config, space=SPACE, seeds_per_trial=2)
+    study = tune.open_study(setup, pruner=optuna.pruners.NopPruner(), say=lambda line: None)
+    lines = []
+    tune.optimize(study, setup, n_trials=1, on_progress=lines.append)
+    (trial,) = study.trials
+    epochs = config.num_epochs
+    assert [line.split(", ")[0] for line in lines] == (
+        [f"trial {trial.number} seed 0 (1/2)"] * epochs + [f"trial {trial.number} seed 1 (2/2)"] * epochs)
+    assert [line.split(", ")[1] for line in lines] == [f"epoch {e}/{epochs}" for e in range(1, epochs + 1)] * 2
+    # A run's lines carry its own latest evaluation's return, its last line the return the trial kept.
+    first, second = trial.user_attrs["returns"]
+    assert lines[epochs - 1].endswith(f"return {first:.4g}") and lines[-1].endswith(f"return {second:.4g}")

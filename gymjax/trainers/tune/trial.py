@@ -34,8 +34,8 @@ class _Reporter(Hook):
     run when the pruner says so: the objective over the finished seeds' last returns and the current
     seed's latest, at step ``seed index x num_evals + evaluation index``."""
 
-    def __init__(self, trial: optuna.Trial, setup: TuneSetup):
-        self.trial, self.setup = trial, setup
+    def __init__(self, trial: optuna.Trial, setup: TuneSetup, on_progress: Callable[[str], None] | None = None):
+        self.trial, self.setup, self.on_progress = trial, setup, on_progress
         self.returns: list[float] = []  # each finished run's last evaluation return
         self.latest: float | None = None  # the current run's latest evaluation return
         self.evaluations = 0  # the current run's
@@ -68,6 +68,13 @@ class _Reporter(Hook):
 
     def after_epoch(self, progress: Progress, metrics: Metrics) -> None:
         self._run_steps = progress.env_steps
+        if self.on_progress is not None:  # a trial is several runs of minutes each: say where it stands
+            k = len(self.returns)
+            line = (f"trial {self.trial.number} seed {self.setup.seeds[k]} ({k + 1}/{len(self.setup.seeds)}), "
+                    f"epoch {progress.epoch}/{progress.num_epochs}")
+            if self.latest is not None:
+                line += f", return {self.latest:.4g}"
+            self.on_progress(line)
 
     def stop(self) -> None:
         """Counts the steps of a run that stopped early (pruned or failed)."""
@@ -79,16 +86,16 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {' '.join(str(error).split())}"[:300]
 
 
-def run_trial(setup: TuneSetup, trial: optuna.Trial) -> float:
+def run_trial(setup: TuneSetup, trial: optuna.Trial, on_progress: Callable[[str], None] | None = None) -> float:
     """Trains one trial (Optuna's objective): a run on each of the study's seeds, one after another.
     Its attributes: ``worker``, ``seeds``, ``returns`` (each finished run's last evaluation return),
     ``num_timesteps`` (the steps each run's budget chose: the median where they differ), ``env_steps``
-    (those all its runs made), ``error`` (why it failed)."""
+    (those all its runs made), ``error`` (why it failed). ``on_progress`` gets a line after each epoch."""
     optuna = import_optuna()
     trial.set_user_attr("worker", this_process())
     params = {name: param.suggest(trial, name) for name, param in setup.space.items()}
     trial.set_user_attr("seeds", list(setup.seeds))
-    reporter = _Reporter(trial, setup)
+    reporter = _Reporter(trial, setup, on_progress)
     planned: list[int] = []
     try:
         for seed in setup.seeds:
@@ -140,11 +147,13 @@ def optimize(
     n_trials: int | None = None,
     max_total_trials: int | None = None,
     on_trial: Callable[[optuna.trial.FrozenTrial], None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> None:
     """Runs trials in this process until ``n_trials`` have run, or the study holds
     ``max_total_trials`` counted ones (:data:`COUNTED`, its other processes' included), whichever
-    comes first. ``on_trial`` sees each finished trial. A trial that fails is recorded and the next
-    one starts; an interrupt fails the trial in flight and propagates."""
+    comes first. ``on_trial`` sees each finished trial, ``on_progress`` a line on the trial in flight
+    after each of its epochs. A trial that fails is recorded and the next one starts; an interrupt
+    fails the trial in flight and propagates."""
     optuna = import_optuna()
     if n_trials is None and max_total_trials is None:
         raise TuneError("give n_trials (trials this process runs) or max_total_trials (the study's total)")
@@ -157,7 +166,7 @@ def optimize(
     if n_trials == 0:
         return
     # gc_after_trial: each trial's compiled programs go with its trainer, not at the end of the study.
-    study.optimize(lambda trial: run_trial(setup, trial), n_trials=n_trials, catch=(TrialFailed,),
+    study.optimize(lambda trial: run_trial(setup, trial, on_progress), n_trials=n_trials, catch=(TrialFailed,),
                    callbacks=callbacks, gc_after_trial=True)
 
 
