@@ -361,12 +361,13 @@ def pyplot():
 
 @dataclasses.dataclass(frozen=True)
 class Finished:
-    """How a process ended: its exit status (None: killed at the timeout) and its output."""
+    """How a process ended: its exit status (None: killed at the timeout, or when it stalled) and its output."""
 
     status: int | None
     output: str
     wall_s: float
     timeout_s: float
+    stalled_s: float | None = None  # killed after this long without progress, rather than at the timeout
 
     @property
     def ok(self) -> bool:
@@ -377,9 +378,12 @@ class Finished:
         """None when it succeeded; else the status or timeout and the output's tail."""
         if self.ok:
             return None
-        what = (
-            f"timed out after {self.timeout_s:g} s" if self.status is None else f"exit status {self.status}"
-        )
+        if self.status is not None:
+            what = f"exit status {self.status}"
+        elif self.stalled_s is not None:
+            what = f"no progress for {self.stalled_s:g} s"
+        else:
+            what = f"timed out after {self.timeout_s:g} s"
         return f"{what}; output ends:\n{self.output[-2000:].strip() or '(no output)'}"
 
 
@@ -387,16 +391,20 @@ def run_process(
     argv: list[str],
     timeout_s: float,
     env: Mapping[str, str] | None = None,
-    poll: Callable[[], None] | None = None,
+    poll: Callable[[], bool | None] | None = None,
     cwd: pathlib.Path = REPO,
+    stall_s: float | None = None,
 ) -> Finished:
-    """Runs ``argv`` in a process group of its own, stdout and stderr together, for at most ``timeout_s``.
+    """Runs ``argv`` in a process group of its own, stdout and stderr together, for at most ``timeout_s``
+    (``math.inf``: no limit), and, given ``stall_s``, for at most that long since ``poll`` last
+    returned True (progress: a record the worker appended).
 
     ``poll`` (if given) is called about twice a second while it runs (to read
-    the records a worker appends). On timeout, on any error here and on Ctrl-C
+    the records a worker appends). On timeout, on a stall, on any error here and on Ctrl-C
     the whole group is killed: the process and whatever it started.
     """
     start = time.monotonic()
+    progressed, stalled = start, None
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=dict(env) if env is not None else worker_env(), stdout=log,
@@ -409,9 +417,13 @@ def run_process(
                     status = proc.wait(timeout=0.5)
                     break
                 except subprocess.TimeoutExpired:
-                    if poll is not None:
-                        poll()
-                    if time.monotonic() - start > timeout_s:
+                    now = time.monotonic()
+                    if poll is not None and poll():
+                        progressed = now
+                    if now - start > timeout_s:
+                        break
+                    if stall_s is not None and now - progressed > stall_s:
+                        stalled = stall_s
                         break
         finally:
             if proc.poll() is None or status is None:
@@ -420,7 +432,7 @@ def run_process(
             poll()
         log.seek(0)
         output = log.read().decode(errors="replace")
-    return Finished(status, output, time.monotonic() - start, timeout_s)
+    return Finished(status, output, time.monotonic() - start, timeout_s, stalled if status is None else None)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,12 +1,13 @@
 """Training: return on Gymnasium's env against env steps and wall time, time to a target, steps/s.
 
 Each (task, arm, seed) trains alone in a process of its own (:func:`benchmarks.common.run_process`:
-a timeout, the whole process group killed), for a budget of env steps (``--steps``; default: the
-arm's own, a preset's ``num_timesteps`` or rl-zoo's ``n_timesteps``) and at most ``--minutes`` of
-wall time. It hands out snapshots (wall time since its launch, env steps, its policy in a file;
-:mod:`benchmarks.arms`). When every run has trained, up to ``--points`` snapshots of each, spread
-over its wall time, play ``--episodes`` deterministic episodes of Gymnasium's own env: the curves.
-Evaluating apart keeps it out of the trainers' wall time and judges every arm on the same env.
+a timeout or a stall, the whole process group killed), for a budget of env steps (``--steps``;
+default: the arm's own, a preset's ``num_timesteps`` or rl-zoo's ``n_timesteps``) and at most
+``--minutes`` of wall time. It hands out snapshots (wall time since its launch, env steps, its
+policy in a file; :mod:`benchmarks.arms`). When every run has trained, up to ``--points`` snapshots
+of each, spread over its wall time, play ``--episodes`` deterministic episodes of Gymnasium's own
+env: the curves. Evaluating apart keeps it out of the trainers' wall time and judges every arm on
+the same env.
 
 A task is a registered env id or a gymjax preset's name (``ant_hour``: JaxAnt-v0 with that
 preset); the arms are :func:`benchmarks.arms.arms_for`'s table. The committed results:
@@ -36,6 +37,7 @@ import argparse
 import ast
 import dataclasses
 import json
+import math
 import os
 import pathlib
 import sys
@@ -55,6 +57,9 @@ TARGETS = {"Pendulum-v1": -200.0, "Ant-v5": 4000.0}
 RETURN_KIND = "mean return of {episodes} deterministic episodes of Gymnasium's env per snapshot"
 RATE_KIND = "between the first and the last snapshot (the first epoch's compilation left out)"
 GRID = 400  # points of the plotted curves
+# A run writes a snapshot every few minutes at most (its first after compiling); half an hour without
+# one is a hang, not load.
+STALL_S = 1800.0
 DIAGNOSTIC_POINTS = 100  # epochs of a run's losses kept in its record, evenly spaced
 # The losses' panels under the returns (a row each pair): what a curve's fall shows first.
 DIAGNOSTIC_PANELS = (("losses/approx_kl", "approx KL"), ("losses/clip_fraction", "clip fraction"),
@@ -100,8 +105,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="interpreter of a venv with Brax 0.14.2 and jax<0.10 "
                         "(default: $GYMJAX_BRAX_PYTHON)")  # fmt: skip
     p.add_argument(
-        "--timeout", type=float, help="seconds per run before it is killed (default: budget + 10 min, or 1 h)"
+        "--timeout", type=float,
+        help="seconds per run before it is killed (default: --minutes' budget + 10 min; none for a budget of steps)",
     )
+    p.add_argument(
+        "--stall", type=float, default=STALL_S,
+        help="seconds a run may go without a new snapshot (or a worker without a new evaluation) before it is "
+             "killed (default: %(default)g)",
+    )  # fmt: skip
     p.add_argument("--stem", default="training", help="results/<stem>.{json,md,png} (default: %(default)s)")
     p.add_argument("--out", type=pathlib.Path, default=common.RESULTS, help="results folder")
     p.add_argument(
@@ -116,7 +127,7 @@ def check(args: argparse.Namespace) -> dict[str, dict[str, arms_table.Arm]]:
         return {}
     if not args.env:
         raise SystemExit("training: --env TASK... is required (env ids or preset names)")
-    for flag in ("steps", "minutes", "episodes", "points", "timeout"):
+    for flag in ("steps", "minutes", "episodes", "points", "timeout", "stall"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
             raise SystemExit(f"training: --{flag} must be > 0, got {value}")
@@ -189,7 +200,7 @@ class Run:
 def run_all(args: argparse.Namespace, tasks: dict) -> dict:
     brax_skip = brax_missing(args.brax_python)
     budget_s = args.minutes * 60 if args.minutes else None
-    timeout = args.timeout or (budget_s + 600 if budget_s else 3600)
+    timeout = run_timeout(args.timeout, budget_s)
     results: dict = {
         "episodes": args.episodes,
         "return_kind": RETURN_KIND.format(episodes=args.episodes),
@@ -220,7 +231,7 @@ def run_all(args: argparse.Namespace, tasks: dict) -> dict:
             results["tasks"][run.task]["arms"][run.arm.name]["runs"].append(finished[-1])
     for run, done in zip(tqdm(runs, desc="evaluating", unit="run"), finished):
         if done["error"] is None:
-            evaluate(run, done, timeout)
+            evaluate(run, done, timeout, args.stall)
     for entry in results["tasks"].values():
         for arm in entry["arms"].values():
             if arm["runs"] and arm["runs"][0].get("settings"):
@@ -228,6 +239,13 @@ def run_all(args: argparse.Namespace, tasks: dict) -> dict:
             for done in arm["runs"]:
                 done.pop("settings", None)
     return results
+
+
+def run_timeout(timeout: float | None, budget_s: float | None) -> float:
+    """A run's wall-clock limit: ``--timeout``, else a time budget's own and 10 minutes, else none. A
+    budget of env steps has no wall time of its own: under load (a study beside it) an hour's steps
+    take two, and a fixed limit killed such runs with nothing to show; the stall limit ends a hang."""
+    return timeout or (budget_s + 600 if budget_s else math.inf)
 
 
 def brax_missing(python: str | None) -> str | None:
@@ -266,10 +284,12 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
             bar.set_postfix_str(
                 f"{run.task} {run.arm.name} seed {run.seed}: {last['env_steps']:,} steps, {last['wall_s']:.0f} s"
             )
+        return seen > before
 
     load = os.getloadavg()[0]
     path = spec(run, args, budget_s)
-    done = common.run_process([run.python, "-m", "benchmarks.arms", "train", str(path)], timeout, poll=poll)
+    done = common.run_process([run.python, "-m", "benchmarks.arms", "train", str(path)], timeout, poll=poll,
+                              stall_s=args.stall)  # fmt: skip
     settings_file = run.directory / "settings.json"
     result = {"seed": run.seed, "load_1min": [load, os.getloadavg()[0]], "snapshots": len(snapshots),
               "error": done.error,
@@ -292,14 +312,18 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
     return result
 
 
-def evaluate(run: Run, result: dict, timeout: float) -> None:
+def evaluate(run: Run, result: dict, timeout: float, stall_s: float | None = None) -> None:
     """Plays the run's chosen snapshots on Gymnasium's env in a process of its own: ``result['curve']``."""
     curve: list[dict] = []
     path = run.directory / "run.json"
+
+    def poll() -> bool:
+        before = len(curve)
+        return common.read_new_lines(run.directory / "curve.jsonl", before, curve.append) > before
+
     done = common.run_process(
-        [run.python, "-m", "benchmarks.arms", "evaluate", str(path)], timeout,
-        poll=lambda: common.read_new_lines(run.directory / "curve.jsonl", len(curve), curve.append),
-    )  # fmt: skip
+        [run.python, "-m", "benchmarks.arms", "evaluate", str(path)], timeout, poll=poll, stall_s=stall_s
+    )
     result["curve"] = [{k: c[k] for k in ("wall_s", "env_steps", "return", "return_std")} for c in curve]
     kept = run.directory / "best.json"  # a gymjax arm's best snapshot (benchmarks.arms.evaluate)
     if kept.exists():

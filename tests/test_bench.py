@@ -10,6 +10,7 @@ few cheap stacks: the whole table's quick run is ``make``'s, not the tests'.
 
 import argparse
 import json
+import math
 import pathlib
 import shutil
 import signal
@@ -193,16 +194,20 @@ def alive(pid: int) -> bool:
         return False
 
 
+def ended_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not alive(pid)
+
+
 def test_run_process_kills_the_whole_group_at_the_timeout():
     start = time.monotonic()
     done = common.run_process([sys.executable, "-c", PARENT], timeout_s=3)
     assert done.status is None and done.error.startswith("timed out after 3 s")
     assert time.monotonic() - start < 30
     child = int(done.output.split()[0])
-    deadline = time.monotonic() + 10
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(child), f"the child {child} outlived run_process's timeout"
+    assert ended_within(child, 10), f"the child {child} outlived run_process's timeout"
 
 
 # A benchmark's process as `python -m benchmarks` runs it (SIGTERM handled), its worker PARENT.
@@ -252,6 +257,33 @@ def test_run_process_reports_a_failure_with_its_output():
         [sys.executable, "-c", "import sys; print('said this'); sys.exit(3)"], timeout_s=60
     )
     assert not done.ok and done.error.startswith("exit status 3") and "said this" in done.error
+
+
+
+
+def test_a_worker_without_progress_is_killed_at_the_stall_limit_and_its_group_with_it():
+    start = time.monotonic()
+    done = common.run_process([sys.executable, "-c", PARENT], timeout_s=math.inf, poll=lambda: False, stall_s=2)
+    assert done.status is None and done.error.startswith("no progress for 2 s")
+    assert time.monotonic() - start < 30
+    child = int(done.output.split()[0])
+    assert ended_within(child, 10), f"the child {child} outlived the stall limit"
+
+
+def test_a_worker_that_keeps_appending_runs_past_the_stall_limit(tmp_path):
+    # A line every 0.2 s for 3 s: each is progress, so a 1-second stall limit never fires.
+    log = tmp_path / "progress.jsonl"
+    code = (f"import json, time\nfor i in range(15):\n    open({str(log)!r}, 'a').write(json.dumps(i) + '\\n')\n"
+            "    time.sleep(0.2)")  # fmt: skip
+    lines: list = []
+
+    def poll() -> bool:
+        before = len(lines)
+        return common.read_new_lines(log, before, lines.append) > before
+
+    done = common.run_process([sys.executable, "-c", code], timeout_s=60, poll=poll, stall_s=1)
+    assert done.ok, done.error
+    assert done.wall_s > 2 and lines == list(range(15))
 
 
 # -- the results page ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 import pytest
@@ -133,6 +134,7 @@ def test_sb3_arms_take_rl_zoo_settings_as_rl_zoo_reads_them():
         (["--env", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
         (["--env", "cartpole", "--arms", "dqn"], "no arm ['dqn'] for cartpole"),
         (["--env", "cartpole", "--steps", "0"], "--steps must be > 0"),
+        (["--env", "cartpole", "--stall", "0"], "--stall must be > 0"),
         (["--env", "cartpole", "--brax-python", "/nonexistent/python"], "is not a file"),
         ([], "--env TASK... is required"),
         (["--env", "cartpole", "--set", "no_such_field=1"], "unexpected keyword argument 'no_such_field'"),
@@ -144,6 +146,15 @@ def test_bad_flags_are_refused_before_any_work(argv, message, tmp_path):
     with pytest.raises(SystemExit, match=message.replace("[", r"\[").replace("]", r"\]")):
         training.main(parse([*argv, "--out", str(tmp_path)]), argv)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_budget_of_steps_has_no_wall_clock_limit_a_time_budget_has_its_own():
+    # A fixed amount of work under load takes as long as it takes (an hour's steps took two beside
+    # another run, and a 1-hour default killed it with nothing to show); the stall limit ends a hang.
+    assert training.run_timeout(None, None) == math.inf
+    assert training.run_timeout(None, 900.0) == 1500.0
+    assert training.run_timeout(42.0, 900.0) == training.run_timeout(42.0, None) == 42.0
+    assert parse(["--env", "cartpole"]).stall == training.STALL_S
 
 
 def test_set_lays_other_settings_over_the_preset_of_the_arms_that_train_with_it():
