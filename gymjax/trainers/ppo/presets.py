@@ -172,7 +172,9 @@ PRESETS: tuple[Preset, ...] = (
     # An hour of "hopper" (20.4M steps here) swung late and ended 40% below its best: the policy
     # learnt to hop faster and fall sooner (its episodes shortened from 1,000 steps to 330-520),
     # a trade gamma 0.99 barely charges for. At 0.995, on the same seed and steps, every evaluation
-    # after 3.2M steps held 3,590-3,770 and the last was the best (ab_hopper_gamma995_20M).
+    # after 3.2M steps held 3,590-3,770 and the last was the best (ab_hopper_gamma995_20M). In the
+    # steps 15 minutes buy, 0.995 started slower and ended lower (ab_hopper_gamma995_15min_steps),
+    # so "hopper" keeps 0.99.
     Preset(
         "hopper_hour",
         "JaxHopper-v0",
