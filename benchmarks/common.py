@@ -432,7 +432,7 @@ def run_process(
             poll()
         log.seek(0)
         output = log.read().decode(errors="replace")
-    return Finished(status, output, time.monotonic() - start, timeout_s, stalled if status is None else None)
+    return Finished(status, output, time.monotonic() - start, timeout_s, stalled)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -466,6 +466,18 @@ def read_new_lines(path: pathlib.Path, seen: int, on_record: Callable[[dict], No
     for line in complete[seen:]:
         on_record(json.loads(line))
     return len(complete)
+
+
+def follow_lines(path: pathlib.Path, records: list[dict]) -> Callable[[], bool]:
+    """A ``poll`` for :func:`run_process`: appends to ``records`` (filled by it alone) the complete
+    JSON lines ``path`` gained since the last call, and says whether there were any (progress, for
+    ``stall_s``)."""
+
+    def poll() -> bool:
+        before = len(records)
+        return read_new_lines(path, before, records.append) > before
+
+    return poll
 
 
 def append_line(path: str | os.PathLike, record: dict) -> None:

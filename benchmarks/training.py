@@ -274,17 +274,16 @@ def train(run: Run, args: argparse.Namespace, budget_s: float | None, timeout: f
     shutil.rmtree(run.directory, ignore_errors=True)  # a rerun's snapshots must not mix with old ones
     run.directory.mkdir(parents=True)
     snapshots: list[dict] = []
-    seen = 0
+    follow = common.follow_lines(run.directory / "snapshots.jsonl", snapshots)
 
-    def poll():
-        nonlocal seen
-        before, seen = seen, common.read_new_lines(run.directory / "snapshots.jsonl", seen, snapshots.append)
-        if seen > before:
-            last = snapshots[-1]
-            bar.set_postfix_str(
-                f"{run.task} {run.arm.name} seed {run.seed}: {last['env_steps']:,} steps, {last['wall_s']:.0f} s"
-            )
-        return seen > before
+    def poll() -> bool:
+        if not follow():
+            return False
+        last = snapshots[-1]
+        bar.set_postfix_str(
+            f"{run.task} {run.arm.name} seed {run.seed}: {last['env_steps']:,} steps, {last['wall_s']:.0f} s"
+        )
+        return True
 
     load = os.getloadavg()[0]
     path = spec(run, args, budget_s)
@@ -316,14 +315,10 @@ def evaluate(run: Run, result: dict, timeout: float, stall_s: float | None = Non
     """Plays the run's chosen snapshots on Gymnasium's env in a process of its own: ``result['curve']``."""
     curve: list[dict] = []
     path = run.directory / "run.json"
-
-    def poll() -> bool:
-        before = len(curve)
-        return common.read_new_lines(run.directory / "curve.jsonl", before, curve.append) > before
-
     done = common.run_process(
-        [run.python, "-m", "benchmarks.arms", "evaluate", str(path)], timeout, poll=poll, stall_s=stall_s
-    )
+        [run.python, "-m", "benchmarks.arms", "evaluate", str(path)], timeout,
+        poll=common.follow_lines(run.directory / "curve.jsonl", curve), stall_s=stall_s,
+    )  # fmt: skip
     result["curve"] = [{k: c[k] for k in ("wall_s", "env_steps", "return", "return_std")} for c in curve]
     kept = run.directory / "best.json"  # a gymjax arm's best snapshot (benchmarks.arms.evaluate)
     if kept.exists():

@@ -259,8 +259,6 @@ def test_run_process_reports_a_failure_with_its_output():
     assert not done.ok and done.error.startswith("exit status 3") and "said this" in done.error
 
 
-
-
 def test_a_worker_without_progress_is_killed_at_the_stall_limit_and_its_group_with_it():
     start = time.monotonic()
     done = common.run_process([sys.executable, "-c", PARENT], timeout_s=math.inf, poll=lambda: False, stall_s=2)
@@ -276,12 +274,8 @@ def test_a_worker_that_keeps_appending_runs_past_the_stall_limit(tmp_path):
     code = (f"import json, time\nfor i in range(15):\n    open({str(log)!r}, 'a').write(json.dumps(i) + '\\n')\n"
             "    time.sleep(0.2)")  # fmt: skip
     lines: list = []
-
-    def poll() -> bool:
-        before = len(lines)
-        return common.read_new_lines(log, before, lines.append) > before
-
-    done = common.run_process([sys.executable, "-c", code], timeout_s=60, poll=poll, stall_s=1)
+    done = common.run_process([sys.executable, "-c", code], timeout_s=60, poll=common.follow_lines(log, lines),
+                              stall_s=1)  # fmt: skip
     assert done.ok, done.error
     assert done.wall_s > 2 and lines == list(range(15))
 
