@@ -56,6 +56,22 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path, uninterrupted):
     assert saved_steps(tmp_path) == [1, 2, 3, 4]
 
 
+def test_gamma_early_trains_as_a_run_resumed_at_the_later_gamma(tmp_path):
+    """gamma_early for two epochs is, bit for bit, two epochs at that discount and a resume at
+    gamma; the switch waits for the first epoch that starts at or after gamma_early_steps."""
+    config = TINY.replace(normalize_rewards=True)  # the normalizer's return estimate is discounted too
+    two_epochs = 2 * TINY.env_steps_per_epoch
+    with pytest.raises(KeyboardInterrupt):
+        train(config.replace(gamma=0.8), ENV, hooks=[StopAfter(2)], checkpoint_dir=tmp_path, progress_bar=False)
+    _, resumed, _ = train(config, ENV, checkpoint_dir=tmp_path, restore_checkpoint_path=tmp_path,
+                          resume_changes=["gamma"], progress_bar=False)
+    for steps in (two_epochs, two_epochs - 1):
+        _, switched, _ = train(config.replace(gamma_early=0.8, gamma_early_steps=steps), ENV, progress_bar=False)
+        assert leaves_equal(switched, resumed), steps
+    _, throughout, _ = train(config, ENV, progress_bar=False)
+    assert not leaves_equal(switched, throughout)  # the early discount changed the run
+
+
 @pytest.mark.slow  # 17 s; a variant of the resume above, which runs in make test
 def test_resume_is_exact_with_reward_normalization_and_a_normal_policy(tmp_path):
     """The reward normalizer's per-env returns and statistics, and the policy's log std, are

@@ -23,6 +23,8 @@ BAD = [
     ("value_loss_coef", float("inf"), "value_loss_coef must be a real number >= 0, got inf"),
     ("gamma", 1.5, "gamma must be a real number in [0, 1]"),
     ("gae_lambda", -0.1, "gae_lambda must be a real number in [0, 1]"),
+    ("gamma_early", 1.5, "gamma_early must be a real number in [0, 1] or None, got 1.5"),
+    ("gamma_early_steps", -1, "gamma_early_steps must be an int >= 0, got -1"),
     ("reward_scaling", 0.0, "reward_scaling must be a real number != 0"),
     ("log_std_init", float("-inf"), "log_std_init must be a real number (finite)"),
     ("num_envs", True, "num_envs must be an int > 0, got True (bool)"),
@@ -53,6 +55,13 @@ def test_a_bad_value_names_the_field_and_what_it_takes(field, value, words):
     with pytest.raises(ValueError) as error:
         PPOConfig(**{field: value})
     assert words in str(error.value)
+
+
+@pytest.mark.parametrize("values", [dict(gamma_early=0.99), dict(gamma_early_steps=1000)])
+def test_gamma_early_and_its_steps_come_together(values):
+    with pytest.raises(ValueError) as error:
+        PPOConfig(**values)
+    assert str(error.value).startswith("gamma_early and gamma_early_steps go together: a discount and the env steps")
 
 
 def test_the_seed_range_is_what_prng_keys_tell_apart():

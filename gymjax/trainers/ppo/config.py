@@ -121,6 +121,13 @@ class PPOConfig:
     normalize_advantages: bool = _field(True, "normalize advantages per minibatch")
     # -- returns --------------------------------------------------------------
     gamma: float = _field(0.99, "discount", check="unit")
+    gamma_early: float | None = _field(
+        None,
+        "the discount of the first gamma_early_steps env steps, gamma's from the first epoch that starts at or "
+        "after them: a task's near rewards learnt first, its far ones after (None: gamma throughout)",
+        check="unit",
+    )
+    gamma_early_steps: int = _field(0, "env steps trained at gamma_early (with gamma_early only)", check="nonnegative")
     gae_lambda: float = _field(0.95, "GAE lambda", check="unit")
     gae_mode: Literal["standard", "brax"] = _field(
         "standard", "standard: bootstrap timeouts from the final obs (SB3); brax: Brax's masked GAE"
@@ -182,6 +189,11 @@ class PPOConfig:
                 # NumPy scalars become Python numbers: the config is written as JSON into checkpoints.
                 kind = int if hints[field.name] in (int, int | None) else float
                 object.__setattr__(self, field.name, kind(value))
+        if (self.gamma_early is None) != (self.gamma_early_steps == 0):
+            raise ValueError(
+                "gamma_early and gamma_early_steps go together: a discount and the env steps (> 0) it holds for, "
+                f"got gamma_early={self.gamma_early!r}, gamma_early_steps={self.gamma_early_steps!r}"
+            )
         if self.gae_mode not in GAE_MODES:  # the Literal above and the GAE module must agree
             raise ValueError(f"gae_mode must be one of {GAE_MODES}, got {self.gae_mode!r}")
         self.check_batch_split(num_devices=1)

@@ -11,6 +11,7 @@ What a resumed run may change is :mod:`gymjax.trainers.ppo.resume`'s to say.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import pathlib
 import signal
@@ -133,6 +134,11 @@ class PPOTrainer:
         # bit for bit (tests/trainers/test_ppo.py).
         self._init_state = jax.jit(self._fresh, static_argnums=1)
         self._epoch = jax.jit(self.mesh.per_device(self._epoch_fn), donate_argnums=0)
+        # gamma_early's epochs: a program of their own (the discount is compiled in), so an epoch
+        # trains at one discount, as a run resumed with another gamma would.
+        self._early_epoch = jax.jit(
+            self.mesh.per_device(functools.partial(self._epoch_fn, gamma=config.gamma_early)), donate_argnums=0
+        )
         self._evaluate = jax.jit(self._evaluate_fn)
         self._act = jax.jit(lambda params, obs: self.networks.make_policy(params, deterministic=True)(obs, None)[0])
 
@@ -180,9 +186,11 @@ class PPOTrainer:
 
     # -- the compiled epoch ----------------------------------------------------------
 
-    def _epoch_fn(self, state: TrainingState) -> tuple[TrainingState, Metrics]:
-        """``iterations_per_epoch`` iterations in one ``lax.scan`` (runs on every device)."""
-        state, metrics = jax.lax.scan(self._iteration, state, None, length=self.config.iterations_per_epoch)
+    def _epoch_fn(self, state: TrainingState, gamma: float | None = None) -> tuple[TrainingState, Metrics]:
+        """``iterations_per_epoch`` iterations in one ``lax.scan`` (runs on every device), at
+        discount ``gamma`` (None: the config's)."""
+        iteration = functools.partial(self._iteration, gamma=self.config.gamma if gamma is None else gamma)
+        state, metrics = jax.lax.scan(iteration, state, None, length=self.config.iterations_per_epoch)
         # One all-reduce for the sums and one for the means: across processes each costs a round trip.
         sums = [
             metrics.pop(k).sum().astype(jnp.float32) for k in ("episodes", "episode_return_sum", "episode_length_sum")
@@ -196,7 +204,7 @@ class PPOTrainer:
         out["params_finite"] = jnp.all(jnp.array([jnp.isfinite(x).all() for x in jax.tree.leaves(trainable)]))
         return state, out
 
-    def _iteration(self, state: TrainingState, _) -> tuple[TrainingState, Metrics]:
+    def _iteration(self, state: TrainingState, _, gamma: float) -> tuple[TrainingState, Metrics]:
         c = self.config
         key, rollout_key, sgd_key = jax.random.split(state.key, 3)
         policy = self.networks.make_policy(state.params.policy_params())
@@ -209,7 +217,7 @@ class PPOTrainer:
         rewards, reward_norm = traj.reward, state.reward_norm
         if c.normalize_rewards:
             reward_norm, rewards = normalize_rewards(
-                reward_norm, rewards, traj.terminated | traj.truncated, c.gamma, AXIS
+                reward_norm, rewards, traj.terminated | traj.truncated, gamma, AXIS
             )
         values = self.networks.values(params, traj.obs)
         next_values = self.networks.values(params, traj.final_obs)
@@ -219,7 +227,7 @@ class PPOTrainer:
             next_values,
             traj.terminated,
             traj.truncated,
-            gamma=c.gamma,
+            gamma=gamma,
             gae_lambda=c.gae_lambda,
             mode=c.gae_mode,
         )
@@ -322,9 +330,12 @@ class PPOTrainer:
     # -- one epoch, host side ------------------------------------------------------------
 
     def compile(self, run: Run) -> float:
-        """Compiles the epoch for ``run``'s state ahead of time; returns the seconds it took."""
+        """Compiles the epoch for ``run``'s state ahead of time (gamma_early's too: a switch mid-run
+        compiles nothing, and a time budget counts both); returns the seconds it took."""
         start = time.perf_counter()
         self._epoch = self._epoch.lower(run.state).compile()
+        if self.config.gamma_early is not None:
+            self._early_epoch = self._early_epoch.lower(run.state).compile()
         return time.perf_counter() - start
 
     def is_compiled(self) -> bool:
@@ -334,7 +345,7 @@ class PPOTrainer:
     def run_epoch(self, run: Run) -> Metrics:
         """Runs one compiled epoch, advances ``run`` in place and returns host metrics."""
         start = time.perf_counter()
-        run.state, metrics = self._epoch(run.state)
+        run.state, metrics = self._program(run)(run.state)
         metrics = read_replicated(metrics)
         elapsed = time.perf_counter() - start
         run.env_steps += self.config.env_steps_per_epoch
@@ -355,10 +366,16 @@ class PPOTrainer:
         between them (no metrics, no divergence check): the device's share of an epoch, which
         :mod:`gymjax.trainers.ppo.budget` times apart from the host's."""
         for _ in range(epochs):
-            run.state, _ = self._epoch(run.state)
+            run.state, _ = self._program(run)(run.state)
+            run.env_steps += self.config.env_steps_per_epoch
+            run.epoch += 1
         jax.block_until_ready(run.state)
-        run.env_steps += epochs * self.config.env_steps_per_epoch
-        run.epoch += epochs
+
+    def _program(self, run: Run):
+        """The compiled epoch that follows ``run``: at gamma_early while fewer than
+        gamma_early_steps env steps are trained, else at gamma."""
+        early = self.config.gamma_early is not None and run.env_steps < self.config.gamma_early_steps
+        return self._early_epoch if early else self._epoch
 
     def policy_params(self, run: Run) -> PolicyParams:
         return read_replicated(run.state.params).policy_params()
