@@ -133,12 +133,13 @@ class PPOTrainer:
         # process compiled each of their small ops, about 2 s on a CPU; jitted, the values are the same
         # bit for bit (tests/trainers/test_ppo.py).
         self._init_state = jax.jit(self._fresh, static_argnums=1)
-        self._epoch = jax.jit(self.mesh.per_device(self._epoch_fn), donate_argnums=0)
-        # gamma_early's epochs: a program of their own (the discount is compiled in), so an epoch
-        # trains at one discount, as a run resumed with another gamma would.
-        self._early_epoch = jax.jit(
-            self.mesh.per_device(functools.partial(self._epoch_fn, gamma=config.gamma_early)), donate_argnums=0
-        )
+        # A program per discount (it is compiled in): gamma_early's epochs have their own, so an
+        # epoch trains at one discount, as a run resumed with another gamma would.
+        def epoch(gamma: float):
+            return jax.jit(self.mesh.per_device(functools.partial(self._epoch_fn, gamma=gamma)), donate_argnums=0)
+
+        self._epoch = epoch(config.gamma)
+        self._early_epoch = None if config.gamma_early is None else epoch(config.gamma_early)
         self._evaluate = jax.jit(self._evaluate_fn)
         self._act = jax.jit(lambda params, obs: self.networks.make_policy(params, deterministic=True)(obs, None)[0])
 
@@ -186,10 +187,9 @@ class PPOTrainer:
 
     # -- the compiled epoch ----------------------------------------------------------
 
-    def _epoch_fn(self, state: TrainingState, gamma: float | None = None) -> tuple[TrainingState, Metrics]:
-        """``iterations_per_epoch`` iterations in one ``lax.scan`` (runs on every device), at
-        discount ``gamma`` (None: the config's)."""
-        iteration = functools.partial(self._iteration, gamma=self.config.gamma if gamma is None else gamma)
+    def _epoch_fn(self, state: TrainingState, gamma: float) -> tuple[TrainingState, Metrics]:
+        """``iterations_per_epoch`` iterations in one ``lax.scan`` (runs on every device), at discount ``gamma``."""
+        iteration = functools.partial(self._iteration, gamma=gamma)
         state, metrics = jax.lax.scan(iteration, state, None, length=self.config.iterations_per_epoch)
         # One all-reduce for the sums and one for the means: across processes each costs a round trip.
         sums = [
@@ -334,7 +334,7 @@ class PPOTrainer:
         compiles nothing, and a time budget counts both); returns the seconds it took."""
         start = time.perf_counter()
         self._epoch = self._epoch.lower(run.state).compile()
-        if self.config.gamma_early is not None:
+        if self._early_epoch is not None:
             self._early_epoch = self._early_epoch.lower(run.state).compile()
         return time.perf_counter() - start
 
@@ -374,7 +374,7 @@ class PPOTrainer:
     def _program(self, run: Run):
         """The compiled epoch that follows ``run``: at gamma_early while fewer than
         gamma_early_steps env steps are trained, else at gamma."""
-        early = self.config.gamma_early is not None and run.env_steps < self.config.gamma_early_steps
+        early = self._early_epoch is not None and run.env_steps < self.config.gamma_early_steps
         return self._early_epoch if early else self._epoch
 
     def policy_params(self, run: Run) -> PolicyParams:
