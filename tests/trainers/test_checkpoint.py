@@ -1,7 +1,9 @@
 """Checkpoints: exact resume, 64-bit step counter, a kill during a save, divergence, load_policy,
 readers racing a writer, damaged steps and metadata."""
 
+import asyncio
 import json
+import logging
 import os
 import pathlib
 import shutil
@@ -119,6 +121,33 @@ def test_step_counter_counts_past_32_bits(tmp_path, start):
     train(TINY, ENV, restore_checkpoint_path=tmp_path, progress_bar=False, progress_fn=lambda s, m: steps.append(s))
     assert steps[0] == start + 2 * TINY.env_steps_per_epoch
     assert all(isinstance(s, int) for s in steps) and steps == sorted(steps)
+
+
+def test_a_slow_save_is_not_reported_as_a_wait_for_the_previous_one(tmp_path, monkeypatch):
+    """Each save waits for its own write; orbax counted that wait as the next save's wait for a
+    previous save and, past a second, told the user to checkpoint less often."""
+    from gymjax.trainers.store import quiet
+
+    write = quiet._NumpyArrays._background_serialize
+
+    async def slow_write(self, values, infos, args):
+        await asyncio.sleep(1.2)  # a loaded machine's or a slow disk's write
+        await write(self, values, infos, args)
+
+    monkeypatch.setattr(quiet._NumpyArrays, "_background_serialize", slow_write)
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    quiet.ABSL.addHandler(handler)
+    try:
+        checkpointer = ckpt.Checkpointer(tmp_path)
+        for step in (1, 2, 3):
+            checkpointer.save(step, ckpt.Checkpoint(state={"w": np.arange(3.0)}, policy={"p": np.ones(2)}, meta={}))
+        checkpointer.close()
+    finally:
+        quiet.ABSL.removeHandler(handler)
+    assert ckpt.step_dirs(tmp_path) == [1, 2, 3]
+    assert [r.getMessage() for r in records] == []
 
 
 KILL_DURING_SAVE = textwrap.dedent(

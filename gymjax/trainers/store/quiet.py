@@ -14,6 +14,11 @@ is made; no process hook (``sys.excepthook``, ``sys.unraisablehook``) is touched
   tracebacks from its background threads when the disk is full, held back (:func:`held_logs`)
   so that a disk error is reported in one line and anything else is logged as orbax wrote it.
   A failed save waits for its threads to end inside :func:`held_logs`, so none logs after it.
+- **"Waiting for previous save to complete took N seconds"**, dropped from a save's records
+  (:func:`emit`). gymjax's save waits for its own write to end before it returns, so a save never
+  finds a previous one in flight; orbax counts that wait, made after the save, as the next save's
+  wait for the previous one, and warns when it took over a second (a loaded machine, a slow disk):
+  advice to checkpoint less often about a wait that is the write itself.
 """
 
 from __future__ import annotations
@@ -142,6 +147,12 @@ def held_logs() -> Iterator[list[logging.LogRecord]]:
         ABSL.removeFilter(hold)
 
 
+def _misattributed_wait(record: logging.LogRecord) -> bool:
+    return record.getMessage().startswith("Waiting for previous save to complete took")
+
+
 def emit(records: list[logging.LogRecord]) -> None:
+    """Logs a save's held records as orbax made them, less its wait for a previous save (there is none)."""
     for record in records:
-        ABSL.handle(record)
+        if not _misattributed_wait(record):
+            ABSL.handle(record)
