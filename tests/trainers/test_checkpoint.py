@@ -23,6 +23,7 @@ from ppo_configs import TINY, StopAfter
 from gymjax.envs.classic import CartPole
 from gymjax.trainers.ppo import PPOTrainer, SavedMeta, TrainingDiverged, load_policy, load_policy_and_meta, train
 from gymjax.trainers.store import checkpoint as ckpt
+from gymjax.trainers.store import quiet
 
 ENV = "JaxCartPole-v0"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -126,8 +127,6 @@ def test_step_counter_counts_past_32_bits(tmp_path, start):
 def test_a_slow_save_is_not_reported_as_a_wait_for_the_previous_one(tmp_path, monkeypatch):
     """Each save waits for its own write; orbax counted that wait as the next save's wait for a
     previous save and, past a second, told the user to checkpoint less often."""
-    from gymjax.trainers.store import quiet
-
     write = quiet._NumpyArrays._background_serialize
 
     async def slow_write(self, values, infos, args):
