@@ -83,7 +83,13 @@ def _records(pooled: dict, seeds) -> list[str]:
     return list(dict.fromkeys(stem for seed, stem in pooled["record_of"].items() if seed in seeds))
 
 
-def _signature(settings: dict | None) -> dict:
+def _signature(settings: dict | None, kind: str) -> dict:
+    if kind == "gymjax":
+        # A record written before a PPOConfig field existed trained at what is now its default (a new
+        # field's default keeps the old behaviour), so it reads as that default, not as a change.
+        from gymjax.trainers.ppo import PPOConfig
+
+        settings = json.loads(json.dumps(PPOConfig().to_dict())) | (settings or {})
     return {k: v for k, v in (settings or {}).items() if k not in _PER_RUN}
 
 
@@ -110,7 +116,7 @@ def rows(records: dict[str, dict]) -> dict:
                 runs = [r for r in arm["runs"] if r.get("curve")]
                 if arm["kind"] not in ("gymjax", "sb3") or not runs:
                     continue
-                new = {"label": arm["label"], "settings": _signature(arm.get("settings")),
+                new = {"label": arm["label"], "settings": _signature(arm.get("settings"), arm["kind"]),
                        "runs": {r["seed"]: r for r in runs}, "record_of": {r["seed"]: stem for r in runs}}  # fmt: skip
                 old = row[arm["kind"]]
                 same = old is not None and old["settings"] == new["settings"]
